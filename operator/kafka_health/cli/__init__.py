@@ -1,0 +1,1 @@
+"""The `kafka-health` command line."""

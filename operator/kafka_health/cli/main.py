@@ -1,0 +1,19 @@
+"""Entry point of the `kafka-health` console script; each stage registers its subcommands here."""
+
+from __future__ import annotations
+
+import typer
+
+from kafka_health.testbed.cli import app as testbed_app
+
+app = typer.Typer(
+    name="kafka-health",
+    help="Diagnose Apache Kafka clusters and run guarded remediations.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(testbed_app, name="testbed")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,139 @@
+"""`kafka-health testbed …`: the local real cluster for tests and the demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kafka_health.testbed import distribution
+from kafka_health.testbed.cluster import DEFAULT_BASE_PORT, Testbed, TestbedError
+
+app = typer.Typer(help="A local real Apache Kafka KRaft cluster (and Kubernetes control plane) on 127.0.0.1.")
+
+StateDir = Annotated[
+    Path | None,
+    typer.Option("--state-dir", envvar="KAFKA_HEALTH_TESTBED_DIR", help="Where data, logs and pids live."),
+]
+
+
+def _testbed(state_dir: Path | None) -> Testbed:
+    return Testbed(state_dir)
+
+
+def _fail(exc: Exception) -> None:
+    typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(1)
+
+
+@app.command()
+def fetch() -> None:
+    """Fetch the pinned Apache Kafka jars into the cache (no-op when cached)."""
+    try:
+        path = distribution.ensure_kafka(quiet=False)
+    except distribution.FetchError as exc:
+        _fail(exc)
+    typer.echo(str(path))
+
+
+@app.command()
+def up(
+    brokers: Annotated[
+        int | None, typer.Option(help="Number of broker+controller nodes (default 3).")
+    ] = None,
+    base_port: Annotated[
+        int, typer.Option(help="First client port; controllers use base+100.")
+    ] = DEFAULT_BASE_PORT,
+    auto_leader_rebalance: Annotated[
+        bool, typer.Option(help="Enable Kafka's own auto leader rebalance (off: the operator heals).")
+    ] = False,
+    state_dir: StateDir = None,
+) -> None:
+    """Start the cluster (idempotent), wait until every broker serves, print the bootstrap servers."""
+    try:
+        state = _testbed(state_dir).up(brokers, base_port, auto_leader_rebalance=auto_leader_rebalance)
+    except (TestbedError, distribution.FetchError) as exc:
+        _fail(exc)
+    typer.echo(state.bootstrap_servers)
+
+
+@app.command()
+def env(state_dir: StateDir = None) -> None:
+    """Print shell exports for the running testbed: `eval "$(kafka-health testbed env)"`."""
+    try:
+        state = _testbed(state_dir).require()
+    except TestbedError as exc:
+        _fail(exc)
+    typer.echo(f"export KAFKA_BOOTSTRAP_SERVERS={state.bootstrap_servers}")
+
+
+@app.command()
+def status(
+    state_dir: StateDir = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="table or json")] = "table",
+) -> None:
+    """Per broker: pid, up/paused/down, ports."""
+    try:
+        rows = _testbed(state_dir).status()
+    except TestbedError as exc:
+        _fail(exc)
+    if output == "json":
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    typer.echo(f"{'BROKER':<7}{'STATE':<8}{'PID':<9}{'PORT':<7}{'CONTROLLER':<11}SERVING")
+    for r in rows:
+        pid = r["pid"] if r["pid"] is not None else "-"
+        typer.echo(
+            f"{r['id']!s:<7}{r['state']!s:<8}{pid!s:<9}{r['port']!s:<7}{r['controller_port']!s:<11}{r['serving']}"
+        )
+
+
+@app.command()
+def broker(
+    action: Annotated[
+        str, typer.Argument(help="stop (SIGTERM) | kill (SIGKILL) | pause (SIGSTOP) | resume | start")
+    ],
+    broker_id: Annotated[int, typer.Argument(metavar="ID")],
+    state_dir: StateDir = None,
+) -> None:
+    """Fault injection on one broker."""
+    tb = _testbed(state_dir)
+    actions = {"stop": tb.stop, "kill": tb.kill, "pause": tb.pause, "resume": tb.resume, "start": tb.start}
+    if action not in actions:
+        _fail(ValueError(f"unknown action {action!r}; one of: {', '.join(actions)}"))
+    try:
+        actions[action](broker_id)
+    except TestbedError as exc:
+        _fail(exc)
+    typer.echo(f"broker {broker_id}: {action} done")
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def tool(
+    ctx: typer.Context,
+    name: Annotated[
+        str, typer.Argument(help="kafka-topics, kafka-consumer-groups, kafka-leader-election, …")
+    ],
+    state_dir: StateDir = None,
+) -> None:
+    """Run a real Kafka CLI tool from the same jars against the testbed (--bootstrap-server added)."""
+    try:
+        cmd = _testbed(state_dir).tool_command(name, list(ctx.args))
+    except TestbedError as exc:
+        _fail(exc)
+    sys.stdout.flush()
+    os.execvp(cmd[0], cmd)
+
+
+@app.command()
+def down(
+    purge: Annotated[bool, typer.Option(help="Also delete data and logs.")] = False,
+    state_dir: StateDir = None,
+) -> None:
+    """Stop everything the testbed started; no process is left behind."""
+    _testbed(state_dir).down(purge=purge)
+    typer.echo("testbed down")

@@ -1,0 +1,491 @@
+"""A real Apache Kafka KRaft cluster on 127.0.0.1: N combined broker+controller nodes.
+
+Node ids are 0..N-1 so they match StatefulSet ordinals (`kafka-0` is broker 0). Each node
+runs as its own JVM in its own session, so the cluster outlives the command that started it;
+pids and ports are recorded in `<state dir>/testbed.json`. Everything the cluster writes
+(data, logs, configs) lives under the state dir.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafka_health._kits.paths import state_root
+from kafka_health.testbed import distribution
+
+DEFAULT_BASE_PORT = 19092  # clear of a user's Kafka on 9092
+CONTROLLER_PORT_OFFSET = 100
+DEFAULT_HEAP = "384m"
+
+# Kafka command-line tools by their script name → main class (the scripts are not in the jars).
+TOOLS = {
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "kafka-storage": "kafka.tools.StorageTool",
+}
+
+
+class TestbedError(RuntimeError):
+    """The testbed could not do what was asked; the message names the broker and the log to read."""
+
+    __test__ = False
+
+
+@dataclass
+class BrokerState:
+    id: int
+    port: int
+    controller_port: int
+    pid: int | None = None
+
+
+@dataclass
+class TestbedState:
+    __test__ = False
+    brokers: list[BrokerState]
+    cluster_id: str
+    kafka_version: str
+    auto_leader_rebalance: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers)
+
+
+def default_state_dir() -> Path:
+    env = os.environ.get("KAFKA_HEALTH_TESTBED_DIR")
+    return Path(env) if env else state_root() / "testbed"
+
+
+class Testbed:
+    """Start, stop and fault-inject the local cluster recorded in one state dir."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    def __init__(self, state_dir: Path | None = None) -> None:
+        self.state_dir = (state_dir or default_state_dir()).resolve()
+        self.state_file = self.state_dir / "testbed.json"
+
+    # ---------------------------------------------------------------- state
+    def load(self) -> TestbedState | None:
+        if not self.state_file.exists():
+            return None
+        raw = json.loads(self.state_file.read_text())
+        raw["brokers"] = [BrokerState(**b) for b in raw["brokers"]]
+        return TestbedState(**raw)
+
+    def _save(self, state: TestbedState) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(state), indent=2))
+        tmp.replace(self.state_file)
+
+    def require(self) -> TestbedState:
+        state = self.load()
+        if state is None:
+            raise TestbedError(f"no testbed in {self.state_dir}; run `kafka-health testbed up` first")
+        return state
+
+    def broker(self, state: TestbedState, broker_id: int) -> BrokerState:
+        for b in state.brokers:
+            if b.id == broker_id:
+                return b
+        ids = ", ".join(str(b.id) for b in state.brokers)
+        raise TestbedError(f"no broker {broker_id} in the testbed (brokers: {ids})")
+
+    # ---------------------------------------------------------------- layout
+    def config_path(self, broker_id: int) -> Path:
+        return self.state_dir / "config" / f"broker-{broker_id}.properties"
+
+    def data_dir(self, broker_id: int) -> Path:
+        return self.state_dir / "data" / f"broker-{broker_id}"
+
+    def log_path(self, broker_id: int) -> Path:
+        return self.state_dir / "logs" / f"broker-{broker_id}.log"
+
+    def _write_configs(self, state: TestbedState) -> None:
+        n = len(state.brokers)
+        voters = ",".join(f"{b.id}@127.0.0.1:{b.controller_port}" for b in state.brokers)
+        (self.state_dir / "config").mkdir(parents=True, exist_ok=True)
+        (self.state_dir / "logs").mkdir(parents=True, exist_ok=True)
+        rf, min_isr = min(3, n), min(2, n)
+        for b in state.brokers:
+            props = {
+                "process.roles": "broker,controller",
+                "node.id": b.id,
+                "controller.quorum.voters": voters,
+                "listeners": f"PLAINTEXT://127.0.0.1:{b.port},CONTROLLER://127.0.0.1:{b.controller_port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
+                "controller.listener.names": "CONTROLLER",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "log.dirs": self.data_dir(b.id),
+                "num.partitions": 3,
+                "default.replication.factor": rf,
+                "min.insync.replicas": min_isr,
+                "offsets.topic.replication.factor": rf,
+                "offsets.topic.num.partitions": 6,
+                "transaction.state.log.replication.factor": rf,
+                "transaction.state.log.min.isr": min_isr,
+                "group.initial.rebalance.delay.ms": 0,
+                # The operator is what heals leader imbalance here; the bench turns Kafka's own on.
+                "auto.leader.rebalance.enable": str(state.auto_leader_rebalance).lower(),
+                "num.network.threads": 2,
+                "num.io.threads": 2,
+                "num.recovery.threads.per.data.dir": 1,
+                "background.threads": 2,
+                "log.cleaner.threads": 1,
+                "log.segment.bytes": 16 * 1024 * 1024,
+                "share.coordinator.state.topic.replication.factor": rf,
+                "share.coordinator.state.topic.min.isr": min_isr,
+                **state.extra,
+            }
+            text = "".join(f"{k}={v}\n" for k, v in props.items())
+            self.config_path(b.id).write_text(text)
+        log4j = self.state_dir / "config" / "log4j2.properties"
+        log4j.write_text(
+            "status = warn\n"
+            "appender.file.type = File\n"
+            "appender.file.name = FILE\n"
+            "appender.file.fileName = ${sys:kafka.logs.file}\n"
+            "appender.file.layout.type = PatternLayout\n"
+            "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+            "rootLogger.level = INFO\n"
+            "rootLogger.appenderRef.file.ref = FILE\n"
+            "logger.kafka.name = org.apache.kafka\nlogger.kafka.level = INFO\n"
+            "logger.state.name = state.change.logger\nlogger.state.level = WARN\n"
+        )
+
+    # ---------------------------------------------------------------- java
+    def _java(
+        self,
+        main: str,
+        args: list[str],
+        *,
+        heap: str,
+        gc: str = "-XX:+UseG1GC",
+        extra_jvm: list[str] | None = None,
+    ) -> list[str]:
+        libs = distribution.ensure_kafka(self.require_version())
+        return [
+            "java",
+            f"-Xms{heap}",
+            f"-Xmx{heap}",
+            gc,
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.state_dir / 'config' / 'log4j2.properties'}",
+            *(extra_jvm or []),
+            "-cp",
+            f"{libs}/*",
+            main,
+            *args,
+        ]
+
+    def require_version(self) -> str:
+        state = self.load()
+        return state.kafka_version if state else distribution.KAFKA_VERSION
+
+    # ---------------------------------------------------------------- lifecycle
+    def up(
+        self,
+        brokers: int | None = None,
+        base_port: int = DEFAULT_BASE_PORT,
+        *,
+        auto_leader_rebalance: bool = False,
+        timeout: float = 120.0,
+    ) -> TestbedState:
+        """Start every node that is not running (creating the cluster on first use) and wait until all serve."""
+        distribution.ensure_kafka()
+        state = self.load()
+        if state is None:
+            brokers = 3 if brokers is None else brokers
+            if brokers < 1:
+                raise TestbedError("--brokers must be at least 1")
+            state = TestbedState(
+                brokers=[
+                    BrokerState(
+                        id=i, port=base_port + i, controller_port=base_port + CONTROLLER_PORT_OFFSET + i
+                    )
+                    for i in range(brokers)
+                ],
+                cluster_id=_kafka_uuid(),
+                kafka_version=distribution.KAFKA_VERSION,
+                auto_leader_rebalance=auto_leader_rebalance,
+            )
+            for b in state.brokers:
+                for port in (b.port, b.controller_port):
+                    if _port_open(port):
+                        raise TestbedError(
+                            f"port {port} on 127.0.0.1 is already in use; pick another --base-port"
+                        )
+            self._save(state)
+        elif brokers is not None and len(state.brokers) != brokers:
+            raise TestbedError(
+                f"the testbed in {self.state_dir} has {len(state.brokers)} brokers; "
+                "run `kafka-health testbed down --purge` to recreate it with another size"
+            )
+        self._write_configs(state)
+        for b in state.brokers:
+            if not self._alive(b):
+                self._start_process(state, b)
+        self.wait_serving(state, [b.id for b in state.brokers], timeout=timeout)
+        return state
+
+    def _format(self, state: TestbedState, b: BrokerState) -> None:
+        if (self.data_dir(b.id) / "meta.properties").exists():
+            return
+        cmd = self._java(
+            TOOLS["kafka-storage"],
+            ["format", "-t", state.cluster_id, "-c", str(self.config_path(b.id)), "--ignore-formatted"],
+            heap="256m",
+            extra_jvm=[f"-Dkafka.logs.file={self.state_dir / 'logs' / 'tools.log'}"],
+        )
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise TestbedError(f"formatting storage of broker {b.id} failed:\n{proc.stdout}{proc.stderr}")
+
+    def _start_process(self, state: TestbedState, b: BrokerState) -> None:
+        self._format(state, b)
+        log = self.log_path(b.id)
+        cmd = self._java(
+            "kafka.Kafka",
+            [str(self.config_path(b.id))],
+            heap=DEFAULT_HEAP,
+            extra_jvm=[f"-Dkafka.logs.file={log}", f"-Dkafka.logs.dir={log.parent}"],
+        )
+        with open(self.state_dir / "logs" / f"broker-{b.id}.out", "ab") as out:
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+        b.pid = proc.pid
+        self._save(state)
+
+    def start(self, broker_id: int, *, wait: bool = True, timeout: float = 90.0) -> None:
+        state = self.require()
+        b = self.broker(state, broker_id)
+        if not self._alive(b):
+            self._write_configs(state)
+            self._start_process(state, b)
+        if wait:
+            self.wait_serving(state, [broker_id], timeout=timeout)
+
+    def stop(self, broker_id: int, *, timeout: float = 60.0) -> None:
+        """SIGTERM: a controlled shutdown (the broker leaves ISRs and hands off leadership)."""
+        state = self.require()
+        b = self.broker(state, broker_id)
+        if self._alive(b):
+            assert b.pid is not None
+            self._signal(b, signal.SIGCONT)  # a paused JVM cannot shut down
+            self._signal(b, signal.SIGTERM)
+            if not _wait_exit(b.pid, timeout):
+                self._signal(b, signal.SIGKILL)
+                _wait_exit(b.pid, 10)
+        b.pid = None
+        self._save(state)
+
+    def kill(self, broker_id: int) -> None:
+        """SIGKILL: a crash; the controller fences the broker after broker.session.timeout.ms."""
+        state = self.require()
+        b = self.broker(state, broker_id)
+        if self._alive(b):
+            assert b.pid is not None
+            self._signal(b, signal.SIGKILL)
+            _wait_exit(b.pid, 10)
+        b.pid = None
+        self._save(state)
+
+    def pause(self, broker_id: int) -> None:
+        """SIGSTOP: the process hangs (a GC pause or a frozen VM); it stays alive but answers nothing."""
+        b = self.broker(self.require(), broker_id)
+        if not self._alive(b):
+            raise TestbedError(f"broker {broker_id} is not running")
+        self._signal(b, signal.SIGSTOP)
+
+    def resume(self, broker_id: int) -> None:
+        b = self.broker(self.require(), broker_id)
+        if not self._alive(b):
+            raise TestbedError(f"broker {broker_id} is not running")
+        self._signal(b, signal.SIGCONT)
+
+    def down(self, *, purge: bool = False) -> None:
+        """Stop every node this testbed started; `purge` also deletes data and logs."""
+        state = self.load()
+        if state is not None:
+            for b in state.brokers:
+                if self._alive(b):
+                    assert b.pid is not None
+                    self._signal(b, signal.SIGCONT)
+                    self._signal(b, signal.SIGTERM)
+            for b in state.brokers:
+                if b.pid is not None and not _wait_exit(b.pid, 30) and self._alive(b):
+                    self._signal(b, signal.SIGKILL)
+                    _wait_exit(b.pid, 10)
+                b.pid = None
+            self._save(state)
+        if purge and self.state_dir.exists():
+            import shutil
+
+            shutil.rmtree(self.state_dir)
+
+    # ---------------------------------------------------------------- inspection
+    def _alive(self, b: BrokerState) -> bool:
+        """The recorded pid is running and is really this broker's JVM (pids get reused)."""
+        if b.pid is None:
+            return False
+        try:
+            cmdline = Path(f"/proc/{b.pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{b.pid}/stat").read_text()
+        except OSError:
+            return False
+        if stat.split(") ", 1)[1].startswith("Z"):
+            return False
+        return str(self.config_path(b.id)).encode() in cmdline
+
+    def _signal(self, b: BrokerState, sig: signal.Signals) -> None:
+        assert b.pid is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(b.pid, sig)
+
+    def process_state(self, b: BrokerState) -> str:
+        """up, paused or down — from the kernel's view of the process."""
+        if not self._alive(b):
+            return "down"
+        stat = Path(f"/proc/{b.pid}/stat").read_text()
+        return "paused" if stat.split(") ", 1)[1].startswith("T") else "up"
+
+    def status(self) -> list[dict[str, object]]:
+        state = self.require()
+        return [
+            {
+                "id": b.id,
+                "pid": b.pid if self._alive(b) else None,
+                "state": self.process_state(b),
+                "port": b.port,
+                "controller_port": b.controller_port,
+                "serving": _port_open(b.port),
+            }
+            for b in state.brokers
+        ]
+
+    def wait_serving(self, state: TestbedState, broker_ids: list[int], *, timeout: float) -> None:
+        """Wait until each broker answers metadata on its own port and is registered in the cluster."""
+        from confluent_kafka.admin import AdminClient
+
+        def registered() -> bool:
+            for bid in broker_ids:
+                b = self.broker(state, bid)
+                if not self._alive(b):
+                    raise TestbedError(
+                        f"broker {bid} exited during start-up; see {self.log_path(bid)} "
+                        f"and {self.state_dir / 'logs' / f'broker-{bid}.out'}"
+                    )
+                conf: dict[str, Any] = {
+                    "bootstrap.servers": f"127.0.0.1:{b.port}",
+                    "socket.timeout.ms": 3000,
+                    "logger": _QUIET,
+                }
+                admin = AdminClient(conf)
+                md = admin.list_topics(timeout=3)
+                if bid not in md.brokers or md.controller_id is None:
+                    return False
+            return True
+
+        def check() -> bool:
+            try:
+                return registered()
+            except TestbedError:
+                raise
+            except Exception:
+                return False
+
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline:
+                raise TestbedError(
+                    f"brokers {broker_ids} did not serve within {timeout:.0f}s; see logs in {self.state_dir / 'logs'}"
+                )
+            time.sleep(0.5)
+
+    # ---------------------------------------------------------------- tools
+    def tool_command(self, name: str, args: list[str]) -> list[str]:
+        if name not in TOOLS:
+            raise TestbedError(f"unknown tool {name!r}; one of: {', '.join(sorted(TOOLS))}")
+        state = self.require()
+        args = list(args)
+        takes_bootstrap = name not in ("kafka-storage",)
+        if takes_bootstrap and not any(a in args for a in ("--bootstrap-server", "--bootstrap-controller")):
+            args = ["--bootstrap-server", state.bootstrap_servers, *args]
+        return self._java(
+            TOOLS[name],
+            args,
+            heap="256m",
+            gc="-XX:+UseSerialGC",
+            extra_jvm=[
+                "-XX:TieredStopAtLevel=1",
+                f"-Dkafka.logs.file={self.state_dir / 'logs' / 'tools.log'}",
+            ],
+        )
+
+    def tool(self, name: str, args: list[str], *, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+        """Run a Kafka CLI tool against the testbed and capture its output."""
+        return subprocess.run(
+            self.tool_command(name, args), capture_output=True, text=True, timeout=timeout, check=False
+        )
+
+
+_QUIET = logging.getLogger("kafka_health.testbed.librdkafka")
+_QUIET.propagate = False
+_QUIET.addHandler(logging.NullHandler())
+
+
+def _kafka_uuid() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (as `kafka-storage random-uuid`)."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.3)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _wait_exit(pid: int, timeout: float) -> bool:
+    """Wait for a process to go away (reaping it if it is our child)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done == pid:
+                return True
+        except ChildProcessError:
+            pass
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            if stat.split(") ", 1)[1].startswith("Z"):
+                return True
+        except OSError:
+            return True
+        time.sleep(0.2)
+    return False

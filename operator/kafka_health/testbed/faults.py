@@ -1,0 +1,64 @@
+"""Fault helpers for tests and benches: break one broker, then always put the cluster back."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from kafka_health._kits.waiting import wait_for
+from kafka_health.testbed.cluster import Testbed
+
+_QUIET = logging.getLogger("kafka_health.testbed.faults.librdkafka")
+_QUIET.propagate = False
+_QUIET.addHandler(logging.NullHandler())
+
+
+def admin(bootstrap: str) -> AdminClient:
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _QUIET, "socket.timeout.ms": 5000}
+    return AdminClient(conf)
+
+
+def under_replicated(bootstrap: str) -> set[tuple[str, int]]:
+    """(topic, partition) whose ISR is smaller than its replica set, as Kafka's metadata says now."""
+    md = admin(bootstrap).list_topics(timeout=10)
+    return {
+        (name, p.id)
+        for name, t in md.topics.items()
+        for p in t.partitions.values()
+        if len(p.isrs) < len(p.replicas)
+    }
+
+
+def registered_brokers(bootstrap: str) -> set[int]:
+    return set(admin(bootstrap).list_topics(timeout=10).brokers)
+
+
+def heal(testbed: Testbed, *, timeout: float = 120.0) -> None:
+    """Resume paused brokers, start stopped ones, and wait until no partition is under-replicated."""
+    state = testbed.require()
+    for b in state.brokers:
+        st = testbed.process_state(b)
+        if st == "paused":
+            testbed.resume(b.id)
+        elif st == "down":
+            testbed.start(b.id, wait=False)
+    testbed.wait_serving(testbed.require(), [b.id for b in state.brokers], timeout=timeout)
+    wait_for(
+        lambda: not under_replicated(state.bootstrap_servers),
+        timeout=timeout,
+        what="every partition fully replicated again",
+    )
+
+
+@contextmanager
+def broken(testbed: Testbed, action: str, broker_id: int) -> Iterator[None]:
+    """`with broken(tb, "stop", 1): ...` — the broker is restored (and URP back to 0) on exit."""
+    getattr(testbed, action)(broker_id)
+    try:
+        yield
+    finally:
+        heal(testbed)

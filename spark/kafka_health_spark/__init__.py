@@ -1,0 +1,1 @@
+"""PySpark diagnostics over Kafka cluster snapshots (DataFrame API only, no Python UDFs)."""

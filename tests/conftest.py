@@ -1,0 +1,49 @@
+"""Shared fixtures: the real local Kafka cluster (session-scoped), unique names, fault helpers.
+
+Environment knobs (all optional):
+- KAFKA_HEALTH_TEST_PORT: first client port of the test cluster (default 29092, clear of the demo's 19092).
+- KAFKA_HEALTH_TEST_TESTBED_DIR: reuse this state dir instead of a fresh temporary one.
+- KAFKA_HEALTH_KEEP_TESTBED=1: leave the cluster running after the session (faster local reruns).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafka_health.testbed import faults
+from kafka_health.testbed.cluster import Testbed
+
+
+@pytest.fixture(scope="session")
+def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    state_dir = os.environ.get("KAFKA_HEALTH_TEST_TESTBED_DIR")
+    tb = Testbed(Path(state_dir) if state_dir else tmp_path_factory.mktemp("testbed"))
+    tb.up(3, int(os.environ.get("KAFKA_HEALTH_TEST_PORT", "29092")))
+    yield tb
+    if os.environ.get("KAFKA_HEALTH_KEEP_TESTBED") != "1":
+        tb.down(purge=state_dir is None)
+
+
+@pytest.fixture
+def kafka(testbed: Testbed) -> Iterator[Testbed]:
+    """The test cluster, healed after the test whatever the test did to it."""
+    yield testbed
+    faults.heal(testbed)
+
+
+@pytest.fixture
+def bootstrap(testbed: Testbed) -> str:
+    return testbed.require().bootstrap_servers
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> str:
+    """A topic/group name unique to this test run: `t-<test>-<6 hex>`."""
+    base = re.sub(r"[^a-zA-Z0-9]+", "-", request.node.name).strip("-")[:40]
+    return f"t-{base}-{uuid.uuid4().hex[:6]}"

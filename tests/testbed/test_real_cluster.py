@@ -1,0 +1,113 @@
+"""The testbed is a real Kafka cluster: data flows, faults show up the way Kafka's own tools see them."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import NewTopic
+
+from kafka_health._kits.waiting import wait_for
+from kafka_health.testbed import faults
+from kafka_health.testbed.cluster import Testbed
+
+pytestmark = pytest.mark.kafka
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 6, rf: int = 3) -> None:
+    admin = faults.admin(bootstrap)  # keep the client alive until its future resolves
+    admin.create_topics([NewTopic(name, partitions, rf)])[name].result(timeout=30)
+    wait_for(
+        lambda: name in faults.admin(bootstrap).list_topics(timeout=5).topics,
+        timeout=30,
+        what=f"topic {name}",
+    )
+
+
+def partition_leaders(bootstrap: str, topic: str) -> dict[int, int]:
+    md = faults.admin(bootstrap).list_topics(topic=topic, timeout=10)
+    return {p.id: p.leader for p in md.topics[topic].partitions.values()}
+
+
+def test_produce_and_consume_with_acks_all(testbed: Testbed, bootstrap: str, unique_name: str) -> None:
+    create_topic(bootstrap, unique_name)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    acked: list[str] = []
+    for i in range(200):
+        producer.produce(
+            unique_name,
+            key=str(i),
+            value=f"v{i}",
+            on_delivery=lambda e, m: acked.append(m.value().decode()) if e is None else None,
+        )
+    assert producer.flush(30) == 0
+    assert len(acked) == 200
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": unique_name, "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([unique_name])
+    seen: set[str] = set()
+    deadline = time.monotonic() + 60
+    while len(seen) < 200 and time.monotonic() < deadline:
+        msg = consumer.poll(1.0)
+        if msg is not None and msg.error() is None:
+            seen.add(msg.value().decode())
+    consumer.close()
+    assert seen == set(acked)
+
+
+def _tool_under_replicated(testbed: Testbed, topic: str) -> set[tuple[str, int]]:
+    out = testbed.tool("kafka-topics", ["--describe", "--under-replicated-partitions", "--topic", topic])
+    assert out.returncode == 0, out.stderr
+    return {(m[0], int(m[1])) for m in re.findall(r"Topic: (\S+)\s+Partition: (\d+)", out.stdout)}
+
+
+def test_stopped_broker_shows_same_under_replicated_partitions_as_kafka_topics(
+    kafka: Testbed, bootstrap: str, unique_name: str
+) -> None:
+    create_topic(bootstrap, unique_name, partitions=6)
+    kafka.stop(1)
+    ours = wait_for(
+        lambda: {tp for tp in faults.under_replicated(bootstrap) if tp[0] == unique_name},
+        timeout=30,
+        what="under-replicated partitions after stopping broker 1",
+    )
+    # RF 3 over 3 brokers: every partition has a replica on broker 1.
+    assert ours == {(unique_name, p) for p in range(6)}
+    assert _tool_under_replicated(kafka, unique_name) == ours
+
+    kafka.start(1)
+    wait_for(
+        lambda: not {tp for tp in faults.under_replicated(bootstrap) if tp[0] == unique_name},
+        timeout=90,
+        what="ISR recovered after starting broker 1",
+    )
+    assert _tool_under_replicated(kafka, unique_name) == set()
+
+
+def test_killing_a_leader_moves_leadership(kafka: Testbed, bootstrap: str, unique_name: str) -> None:
+    create_topic(bootstrap, unique_name, partitions=3)
+    leader = partition_leaders(bootstrap, unique_name)[0]
+    kafka.kill(leader)
+    survivors = ",".join(f"127.0.0.1:{b.port}" for b in kafka.require().brokers if b.id != leader)
+    # A killed broker is fenced after broker.session.timeout.ms (9 s); its leaderships move.
+    new_leader = wait_for(
+        lambda: (lambda lead: lead if lead not in (leader, -1) else None)(
+            partition_leaders(survivors, unique_name)[0]
+        ),
+        timeout=45,
+        what="a new leader for partition 0",
+    )
+    assert new_leader != leader
+
+
+def test_paused_broker_is_fenced_and_returns_on_resume(kafka: Testbed, bootstrap: str) -> None:
+    kafka.pause(2)
+    survivors = ",".join(f"127.0.0.1:{b.port}" for b in kafka.require().brokers if b.id != 2)
+    wait_for(lambda: 2 not in faults.registered_brokers(survivors), timeout=45, what="broker 2 fenced")
+    assert kafka.process_state(kafka.broker(kafka.require(), 2)) == "paused"
+    kafka.resume(2)
+    wait_for(lambda: 2 in faults.registered_brokers(survivors), timeout=60, what="broker 2 registered again")
