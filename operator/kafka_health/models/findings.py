@@ -1,0 +1,89 @@
+"""`Finding`: one problem the diagnosis saw, with the evidence and the remediation it suggests."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        return {"info": 0, "warning": 1, "critical": 2}[self.value]
+
+
+class SubjectKind(StrEnum):
+    CLUSTER = "cluster"
+    BROKER = "broker"
+    TOPIC = "topic"
+    PARTITION = "partition"
+    GROUP = "group"
+
+
+class Subject(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: SubjectKind
+    broker: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+    group: str | None = None
+
+    def key(self) -> str:
+        """A stable string id (used to tell when a finding appears or clears)."""
+        parts = [self.kind.value]
+        for name in ("broker", "topic", "partition", "group"):
+            value = getattr(self, name)
+            if value is not None:
+                parts.append(f"{name}={value}")
+        return "/".join(parts)
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    check: str = Field(description="Check id, e.g. 'under_replicated', 'leader_imbalance'.")
+    severity: Severity
+    subject: Subject
+    message: str = Field(description="One sentence a person can act on.")
+    evidence: dict[str, float | int | str | None] = Field(default_factory=dict)
+    remediation: str | None = Field(
+        None,
+        description="The remediation this suggests: 'preferred_leader_election', 'rolling_restart', 'offset_reset', or a manual hint.",
+    )
+
+    def key(self) -> str:
+        return f"{self.check}:{self.subject.key()}"
+
+
+class Diagnosis(BaseModel):
+    """All findings of one diagnosis cycle."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cluster: str
+    taken_at: datetime
+    findings: list[Finding] = Field(default_factory=list)
+    missing: list[str] = Field(
+        default_factory=list, description="Parts of the snapshot that could not be read."
+    )
+    duration_seconds: float | None = None
+
+    @property
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
+
+    def exit_code(self) -> int:
+        """0 healthy, 1 warnings, 2 critical (the `diagnose` CLI contract)."""
+        worst = self.worst
+        if worst is Severity.CRITICAL:
+            return 2
+        if worst is Severity.WARNING:
+            return 1
+        return 0

@@ -1,0 +1,123 @@
+"""`ClusterSnapshot`: what `collect` read from one Kafka cluster at one instant.
+
+A snapshot never hides a gap: whatever could not be read is listed in `missing` with the
+reason, and the fields it would have filled stay empty/None rather than guessed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Broker(_Model):
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+    alive: bool = Field(description="Registered (unfenced) in the cluster metadata right now.")
+
+
+class QuorumVoter(_Model):
+    id: int
+    log_end_offset: int | None = None
+    lag: int | None = Field(None, description="Leader's log end offset minus this voter's.")
+    last_caught_up_ms: int | None = None
+
+
+class Quorum(_Model):
+    leader_id: int | None = Field(
+        None, description="The active KRaft controller; None when there is no leader."
+    )
+    leader_epoch: int | None = None
+    high_watermark: int | None = None
+    voters: list[QuorumVoter] = Field(default_factory=list)
+    observers: list[QuorumVoter] = Field(default_factory=list)
+
+
+class Partition(_Model):
+    topic: str
+    partition: int
+    leader: int | None = Field(description="None when the partition is offline.")
+    replicas: list[int]
+    isr: list[int]
+
+    @property
+    def preferred_leader(self) -> int | None:
+        return self.replicas[0] if self.replicas else None
+
+
+class TopicConfig(_Model):
+    """The effective values of the configs the diagnosis needs (broker defaults applied)."""
+
+    topic: str
+    min_insync_replicas: int | None = None
+    unclean_leader_election_enable: bool | None = None
+    retention_ms: int | None = None
+    retention_bytes: int | None = None
+    cleanup_policy: str | None = None
+
+
+class PartitionOffsets(_Model):
+    topic: str
+    partition: int
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+
+
+class GroupOffset(_Model):
+    topic: str
+    partition: int
+    committed_offset: int | None = Field(None, description="None: the group has committed nothing here.")
+
+
+class ConsumerGroup(_Model):
+    group_id: str
+    state: str = Field(
+        description="Kafka's group state: Stable, Empty, PreparingRebalance, CompletingRebalance, Dead, Unknown."
+    )
+    members: int = 0
+    member_ids: list[str] = Field(default_factory=list)
+    offsets: list[GroupOffset] = Field(default_factory=list)
+
+
+class LogDir(_Model):
+    broker_id: int
+    path: str
+    used_bytes: int | None = None
+    total_bytes: int | None = Field(
+        None, description="Volume size when the broker reports it (KIP-827), else None."
+    )
+    usable_bytes: int | None = None
+    error: str | None = None
+
+
+class Missing(_Model):
+    """One part of the snapshot that could not be read, and why."""
+
+    part: str = Field(description="e.g. 'quorum', 'log_dirs', 'configs:orders', 'group:billing'")
+    reason: str
+
+
+class ClusterSnapshot(_Model):
+    cluster: str = Field(description="A stable name for the cluster (policy name or the bootstrap servers).")
+    taken_at: datetime
+    cluster_id: str | None = None
+    brokers: list[Broker] = Field(default_factory=list)
+    quorum: Quorum | None = None
+    partitions: list[Partition] = Field(default_factory=list)
+    topic_configs: list[TopicConfig] = Field(default_factory=list)
+    offsets: list[PartitionOffsets] = Field(default_factory=list)
+    groups: list[ConsumerGroup] = Field(default_factory=list)
+    log_dirs: list[LogDir] = Field(default_factory=list)
+    missing: list[Missing] = Field(default_factory=list)
+
+    @property
+    def reachable(self) -> bool:
+        """False when not even the metadata could be read: nothing may be planned on it."""
+        return not any(m.part == "metadata" for m in self.missing)
