@@ -1,0 +1,73 @@
+"""The Parquet tables of the history store: the contract between `history` (writes, pyarrow)
+and `kafka_health_spark` (reads, Spark).
+
+Layout: `<root>/<table>/cluster=<name>/date=<YYYY-MM-DD>/<part>.parquet` (Hive partitioning,
+so Spark and DuckDB prune by cluster and date). Only changes and samples are appended each
+cycle, never the whole state again, so a 100k-partition cluster sampled every 30 s does not
+mean rescanning gigabytes: the full state of the newest snapshot is kept once per cluster in
+`<root>/latest/cluster=<name>/snapshot.json` (overwritten).
+
+Every table has `ts` (timestamp[us, UTC], the snapshot's taken_at); `cluster` and `date` are
+the partition columns (not stored in the files).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TS = pa.timestamp("us", tz="UTC")
+
+# Leader / ISR / replica-set of a partition, written when it differs from the previous snapshot
+# (and for every partition in the first snapshot of a day, so each date is self-contained).
+PARTITION_STATE = pa.schema(
+    [
+        ("ts", TS),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("leader", pa.int32()),  # null: offline
+        ("replicas", pa.list_(pa.int32())),
+        ("isr", pa.list_(pa.int32())),
+    ]
+)
+
+# Per broker per snapshot: registration and disk usage (summed over its log dirs).
+BROKER_SAMPLES = pa.schema(
+    [
+        ("ts", TS),
+        ("broker", pa.int32()),
+        ("alive", pa.bool_()),
+        ("used_bytes", pa.int64()),
+        ("total_bytes", pa.int64()),  # null when the broker does not report volume size
+    ]
+)
+
+# Per group per snapshot: state and membership (a changing member set means a rebalance).
+GROUP_SAMPLES = pa.schema(
+    [
+        ("ts", TS),
+        ("group_id", pa.string()),
+        ("state", pa.string()),
+        ("members", pa.int32()),
+        ("member_hash", pa.string()),  # stable hash of the sorted member ids
+    ]
+)
+
+# Per group per partition per snapshot: committed offset beside the partition's end offsets.
+GROUP_OFFSET_SAMPLES = pa.schema(
+    [
+        ("ts", TS),
+        ("group_id", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("committed_offset", pa.int64()),  # null: nothing committed
+        ("log_start_offset", pa.int64()),
+        ("log_end_offset", pa.int64()),
+    ]
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "partition_state": PARTITION_STATE,
+    "broker_samples": BROKER_SAMPLES,
+    "group_samples": GROUP_SAMPLES,
+    "group_offset_samples": GROUP_OFFSET_SAMPLES,
+}
