@@ -1,0 +1,38 @@
+# syntax=docker/dockerfile:1
+# Kafka Health Operator image: the `kafka-health` CLI and operator, with a Java runtime for
+# embedded Spark. Built the same way the tests build the venv (pip install of this project).
+
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+
+# ---- build: wheels for the project and its dependencies
+FROM ${PYTHON_IMAGE} AS build
+WORKDIR /src
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+COPY pyproject.toml README.md ./
+COPY operator/ operator/
+COPY spark/ spark/
+RUN python -m venv /opt/kafka-health \
+ && /opt/kafka-health/bin/pip install --no-compile . \
+ && find /opt/kafka-health -name '__pycache__' -type d -prune -exec rm -rf {} +
+
+# ---- runtime: slim Python + a headless Java 17 for the embedded Spark driver
+FROM ${PYTHON_IMAGE}
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless=17.* tini=0.19.* \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 kafka-health \
+ && useradd --system --uid 10001 --gid kafka-health --home-dir /nonexistent --shell /usr/sbin/nologin kafka-health
+COPY --from=build /opt/kafka-health /opt/kafka-health
+# A read-only root filesystem works: everything written goes to /tmp (mount an emptyDir) and
+# the history volume; Python writes no bytecode; Spark's scratch and Ivy dirs point at /tmp.
+ENV PATH=/opt/kafka-health/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 \
+    SPARK_LOCAL_DIRS=/tmp/spark \
+    HOME=/tmp \
+    KAFKA_HEALTH_HISTORY_DIR=/var/lib/kafka-health/history
+USER 10001:10001
+EXPOSE 8080 8081
+ENTRYPOINT ["/usr/bin/tini", "--", "kafka-health"]
+CMD ["operator"]

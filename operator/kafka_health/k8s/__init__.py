@@ -1,0 +1,1 @@
+"""The one place for each Kubernetes API call the operator makes (besides what Kopf does itself)."""

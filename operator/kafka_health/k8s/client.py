@@ -1,0 +1,159 @@
+"""Blocking Kubernetes calls, one method per call, on the official `kubernetes` client.
+
+Callers on the event loop wrap them in `asyncio.to_thread`. Errors come back as
+`K8sError` with the object named and no payload echoed (a Secret's data never leaks
+into a message).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+GROUP = "kafkahealth.io"
+VERSION = "v1alpha1"
+PLURAL = "kafkahealthpolicies"
+
+
+class K8sError(RuntimeError):
+    """A Kubernetes call failed; `status` is the HTTP status (404 = not found)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _wrap(what: str, exc: ApiException) -> K8sError:
+    # The exception body may echo the object (a Secret!): keep only status and reason.
+    return K8sError(f"{what}: {exc.status} {exc.reason}", status=exc.status)
+
+
+@dataclass(frozen=True)
+class PodInfo:
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str]
+    ready: bool
+    phase: str | None
+    deleting: bool
+
+
+def load_config(kubeconfig: str | None = None) -> client.ApiClient:
+    """In-cluster config when running in a pod, else the kubeconfig (KUBECONFIG or the given path)."""
+    try:
+        if kubeconfig:
+            raise config.ConfigException("explicit kubeconfig")
+        config.load_incluster_config()
+        return client.ApiClient()
+    except config.ConfigException:
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+        return client.ApiClient(cfg)
+
+
+class K8s:
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self.api_client = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+
+    # ---------------------------------------------------------------- secrets
+    def read_secret_value(self, namespace: str, name: str, key: str) -> str:
+        try:
+            secret = self.core.read_namespaced_secret(name, namespace)
+        except ApiException as exc:
+            raise _wrap(f"Secret {namespace}/{name}", exc) from None
+        data = secret.data or {}
+        if key not in data:
+            raise K8sError(f"Secret {namespace}/{name} has no key {key!r}", status=404)
+        return base64.b64decode(data[key]).decode()
+
+    # ---------------------------------------------------------------- pods
+    def list_pods(self, namespace: str, label_selector: str) -> list[PodInfo]:
+        try:
+            pods = self.core.list_namespaced_pod(namespace, label_selector=label_selector)
+        except ApiException as exc:
+            raise _wrap(f"pods in {namespace} ({label_selector})", exc) from None
+        return [_pod_info(p) for p in pods.items]
+
+    def read_pod(self, namespace: str, name: str) -> PodInfo | None:
+        try:
+            return _pod_info(self.core.read_namespaced_pod(name, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _wrap(f"pod {namespace}/{name}", exc) from None
+
+    def delete_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
+        """Delete a pod; with `uid`, only that incarnation (a recreated pod is never deleted by mistake)."""
+        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid) if uid else None)
+        try:
+            self.core.delete_namespaced_pod(name, namespace, body=body)
+        except ApiException as exc:
+            raise _wrap(f"delete pod {namespace}/{name}", exc) from None
+
+    # ---------------------------------------------------------------- configmaps
+    def read_configmap(self, namespace: str, name: str) -> dict[str, str] | None:
+        try:
+            cm = self.core.read_namespaced_config_map(name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _wrap(f"ConfigMap {namespace}/{name}", exc) from None
+        return dict(cm.data or {})
+
+    def create_configmap(
+        self,
+        namespace: str,
+        name: str,
+        data: dict[str, str],
+        labels: dict[str, str] | None = None,
+        owner: dict[str, Any] | None = None,
+    ) -> None:
+        meta = client.V1ObjectMeta(name=name, namespace=namespace, labels=labels or {})
+        if owner:
+            meta.owner_references = [client.V1OwnerReference(**owner)]
+        try:
+            self.core.create_namespaced_config_map(namespace, client.V1ConfigMap(metadata=meta, data=data))
+        except ApiException as exc:
+            raise _wrap(f"create ConfigMap {namespace}/{name}", exc) from None
+
+    # ---------------------------------------------------------------- policies
+    def patch_policy_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """Merge-patch the status subresource (used to persist remediation progress mid-handler)."""
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, PLURAL, name, {"status": status}
+            )
+        except ApiException as exc:
+            raise _wrap(f"status of KafkaHealthPolicy {namespace}/{name}", exc) from None
+
+    def list_policies(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        res: Any
+        try:
+            if namespace:
+                res = self.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
+            else:
+                res = self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
+        except ApiException as exc:
+            raise _wrap("list KafkaHealthPolicies", exc) from None
+        return list(res.get("items", []))
+
+
+def _pod_info(pod: Any) -> PodInfo:
+    conditions = (pod.status.conditions if pod.status else None) or []
+    ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+    return PodInfo(
+        name=pod.metadata.name,
+        namespace=pod.metadata.namespace,
+        uid=pod.metadata.uid,
+        labels=dict(pod.metadata.labels or {}),
+        ready=ready,
+        phase=pod.status.phase if pod.status else None,
+        deleting=pod.metadata.deletion_timestamp is not None,
+    )
