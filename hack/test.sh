@@ -8,6 +8,10 @@ export PATH="$PWD/.venv/bin:$PATH"
 t0=$(date +%s)
 echo "== fetch: Apache Kafka jars (cached)"
 kafka-health testbed fetch
+echo "== fetch: etcd, kube-apiserver, kubectl (built from the Go module proxy once, cached)"
+KAFKA_HEALTH_K8S_BIN=$(bash hack/k8s-binaries.sh)
+export KAFKA_HEALTH_K8S_BIN
+echo "$KAFKA_HEALTH_K8S_BIN"
 echo "== lint: ruff"
 ruff check .
 ruff format --check .
