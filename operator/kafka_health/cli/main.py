@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from kafka_health.cli.crd import crd
 from kafka_health.testbed.cli import app as testbed_app
 
 app = typer.Typer(
@@ -13,6 +14,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(testbed_app, name="testbed")
+app.command()(crd)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,96 @@
+"""What the planner returns: one action (or none) and, for everything not done, the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kafka_health.models.policy import (
+    ActionType,
+    OffsetResetEntry,
+    PendingPlan,
+    RequestState,
+    WithheldAction,
+)
+from kafka_health.plan.leader_election_plan import ElectionPlan
+from kafka_health.plan.offset_reset_plan import OffsetResetPlan
+from kafka_health.plan.restart_safety import RestartSafety
+
+
+class Verdict(StrEnum):
+    ACT = "Act"
+    """Start `action` (or, for a roll in flight, restart its next broker)."""
+    RESUME = "Resume"
+    """An action is in flight (status.currentRemediation): let its executor continue it."""
+    DRY_RUN = "DryRun"
+    """`action` is what Enforce would do now; post it in status, do nothing."""
+    AWAIT_APPROVAL = "AwaitApproval"
+    """`action` needs approval: post `pending_plan` in status."""
+    NONE = "None"
+    """Nothing to do, or everything withheld (see `withheld`)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RestartStep(_Model):
+    """The next broker of a rolling restart, after the safety rules passed for it."""
+
+    request_id: str
+    order: list[int] = Field(description="Brokers still to restart, in order (the next first).")
+    done: list[int] = Field(default_factory=list)
+    next_broker: int
+    safety: RestartSafety
+    post_roll_election: bool = True
+
+
+class PlannedAction(_Model):
+    action: ActionType
+    id: str | None = Field(None, description="Request id (None for automatic elections).")
+    plan_id: str = Field(description="Deterministic id of this plan (approval refers to it).")
+    summary: str
+    details: list[str] = Field(default_factory=list)
+    election: ElectionPlan | None = None
+    restart: RestartStep | None = None
+    offset_reset: OffsetResetPlan | None = None
+
+
+class RequestUpdate(_Model):
+    """What status.rollingRestarts / status.offsetResets should now say about a request."""
+
+    action: ActionType
+    id: str
+    state: RequestState
+    message: str
+    waiting_since: datetime | None = None
+    plan: list[OffsetResetEntry] | None = None
+
+
+class Decision(_Model):
+    verdict: Verdict
+    action: PlannedAction | None = None
+    reason: str = Field(description="One sentence: why this verdict.")
+    withheld: list[WithheldAction] = Field(default_factory=list)
+    pending_plan: PendingPlan | None = None
+    request_updates: list[RequestUpdate] = Field(default_factory=list)
+
+    @property
+    def acts(self) -> bool:
+        """True when an executor must do something against Kafka or Kubernetes now."""
+        return self.verdict in (Verdict.ACT, Verdict.RESUME)
+
+
+def merge_withheld(
+    previous: Sequence[WithheldAction] | None, current: Sequence[WithheldAction], now: datetime
+) -> list[WithheldAction]:
+    """`current` with `since` carried over from `previous` where action, id and reason are unchanged."""
+    before = {(w.action, w.id, w.reason): w.since for w in previous or []}
+    out = []
+    for item in current:
+        since = before.get((item.action, item.id, item.reason)) or item.since or now
+        out.append(item.model_copy(update={"since": since}))
+    return out

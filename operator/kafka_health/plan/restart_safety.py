@@ -1,0 +1,227 @@
+"""The rolling-restart safety rules of design §4, checked before EACH broker on live state.
+
+1. Cluster-wide: no under-replicated and no offline partition.
+2. For every partition with a replica on the candidate: not (ISR < minISR) and not
+   (ISR == minISR and the candidate is in the ISR). Partitions whose RF <= minISR can never
+   roll safely: they are skipped by this rule and reported (`skipped`).
+3. KRaft quorum: the other caught-up voters still form a majority of all voters; the active
+   controller goes last.
+4. One broker at a time: every other broker is registered.
+A rule that cannot be evaluated (min.insync.replicas or the quorum unknown) blocks: unknown
+is not safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kafka_health.models.snapshot import ClusterSnapshot, Partition, QuorumVoter
+
+MAX_LISTED = 20
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Blocker(_Model):
+    """One rule that forbids restarting the candidate now."""
+
+    rule: str = Field(
+        description="unknown_broker | one_at_a_time | under_replicated | offline | min_isr | "
+        "min_isr_unknown | quorum | quorum_unknown | controller_last"
+    )
+    message: str
+    partitions: list[str] = Field(
+        default_factory=list, description=f"The first {MAX_LISTED} partitions concerned."
+    )
+
+
+class SkippedPartition(_Model):
+    """A partition that can never roll safely (RF <= min.insync.replicas): unavailable to acks=all while its broker restarts."""
+
+    topic: str
+    partition: int
+    replication_factor: int
+    min_insync_replicas: int
+
+
+class RestartSafety(_Model):
+    broker: int
+    safe: bool
+    blockers: list[Blocker] = Field(default_factory=list)
+    skipped: list[SkippedPartition] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.safe:
+            extra = f"; {len(self.skipped)} partition(s) with RF <= min ISR skipped" if self.skipped else ""
+            return f"broker {self.broker} may restart now{extra}"
+        return f"broker {self.broker} may not restart now: " + "; ".join(b.message for b in self.blockers)
+
+
+def _name(p: Partition) -> str:
+    return f"{p.topic}-{p.partition}"
+
+
+def _listed(partitions: Iterable[Partition]) -> list[str]:
+    return sorted(_name(p) for p in partitions)[:MAX_LISTED]
+
+
+def voter_caught_up(voter: QuorumVoter, snapshot: ClusterSnapshot, *, max_lag: int, max_lag_ms: int) -> bool:
+    """A voter is caught up when its lag (records) is known and small, or else it caught up recently."""
+    quorum = snapshot.quorum
+    if quorum is not None and voter.id == quorum.leader_id:
+        return True
+    if voter.lag is not None:
+        return voter.lag <= max_lag
+    if voter.last_caught_up_ms is not None:
+        taken_ms = int(snapshot.taken_at.timestamp() * 1000)
+        return taken_ms - voter.last_caught_up_ms <= max_lag_ms
+    return False
+
+
+def check_restart_safety(
+    snapshot: ClusterSnapshot,
+    broker: int,
+    *,
+    remaining: Collection[int] = (),
+    max_voter_lag: int = 100,
+    max_voter_lag_ms: int = 5_000,
+) -> RestartSafety:
+    """Whether `broker` may be restarted now. `remaining`: brokers of the roll not yet restarted
+    (the candidate included); the active controller is refused while others remain."""
+    blockers: list[Blocker] = []
+    skipped: list[SkippedPartition] = []
+    brokers = {b.id: b for b in snapshot.brokers}
+
+    # Rule 4 (one broker at a time) first: it explains most of what follows when violated.
+    if broker not in brokers:
+        blockers.append(
+            Blocker(rule="unknown_broker", message=f"broker {broker} is not in the cluster metadata")
+        )
+    down = sorted(b.id for b in snapshot.brokers if not b.alive)
+    if down:
+        blockers.append(
+            Blocker(
+                rule="one_at_a_time",
+                message=f"broker(s) {', '.join(map(str, down))} not registered: one broker at a time",
+            )
+        )
+
+    # Rule 1: cluster-wide URP = 0 and no offline partition.
+    offline = [p for p in snapshot.partitions if p.leader is None]
+    urp = [p for p in snapshot.partitions if len(p.isr) < len(p.replicas)]
+    if offline:
+        blockers.append(
+            Blocker(
+                rule="offline", message=f"{len(offline)} offline partition(s)", partitions=_listed(offline)
+            )
+        )
+    if urp:
+        blockers.append(
+            Blocker(
+                rule="under_replicated",
+                message=f"{len(urp)} under-replicated partition(s) in the cluster",
+                partitions=_listed(urp),
+            )
+        )
+
+    # Rule 2: every partition with a replica on the candidate.
+    min_isr = {c.topic: c.min_insync_replicas for c in snapshot.topic_configs}
+    unknown: list[Partition] = []
+    below: list[Partition] = []
+    at_min_in_isr: list[Partition] = []
+    for p in snapshot.partitions:
+        if broker not in p.replicas:
+            continue
+        m = min_isr.get(p.topic)
+        if m is None:
+            unknown.append(p)
+            continue
+        if len(p.replicas) <= m:
+            skipped.append(
+                SkippedPartition(
+                    topic=p.topic,
+                    partition=p.partition,
+                    replication_factor=len(p.replicas),
+                    min_insync_replicas=m,
+                )
+            )
+            continue
+        if len(p.isr) < m:
+            below.append(p)
+        elif len(p.isr) == m and broker in p.isr:
+            at_min_in_isr.append(p)
+    if unknown:
+        blockers.append(
+            Blocker(
+                rule="min_isr_unknown",
+                message=f"min.insync.replicas unknown for {len(unknown)} partition(s) on broker {broker}",
+                partitions=_listed(unknown),
+            )
+        )
+    if below:
+        blockers.append(
+            Blocker(
+                rule="min_isr", message=f"{len(below)} partition(s) under min ISR", partitions=_listed(below)
+            )
+        )
+    if at_min_in_isr:
+        blockers.append(
+            Blocker(
+                rule="min_isr",
+                message=f"{len(at_min_in_isr)} partition(s) at min ISR with broker {broker} in the ISR "
+                "(restarting it would stop acks=all writes)",
+                partitions=_listed(at_min_in_isr),
+            )
+        )
+
+    # Rule 3: KRaft quorum.
+    quorum = snapshot.quorum
+    if quorum is None:
+        blockers.append(Blocker(rule="quorum_unknown", message="the KRaft quorum could not be read"))
+    elif quorum.leader_id is None:
+        blockers.append(Blocker(rule="quorum", message="the KRaft quorum has no leader"))
+    else:
+        voters = quorum.voters
+        if any(v.id == broker for v in voters):
+            majority = len(voters) // 2 + 1
+            others = [
+                v
+                for v in voters
+                if v.id != broker
+                and voter_caught_up(v, snapshot, max_lag=max_voter_lag, max_lag_ms=max_voter_lag_ms)
+            ]
+            if len(others) < majority:
+                blockers.append(
+                    Blocker(
+                        rule="quorum",
+                        message=f"without voter {broker}, {len(others)} caught-up voter(s) of {len(voters)} "
+                        f"would remain; a majority needs {majority}",
+                    )
+                )
+        if broker == quorum.leader_id and any(b != broker for b in remaining):
+            blockers.append(
+                Blocker(
+                    rule="controller_last",
+                    message=f"broker {broker} is the active controller: it goes last",
+                )
+            )
+
+    skipped.sort(key=lambda s: (s.topic, s.partition))
+    return RestartSafety(broker=broker, safe=not blockers, blockers=blockers, skipped=skipped)
+
+
+def order_brokers(snapshot: ClusterSnapshot, brokers: Iterable[int]) -> list[int]:
+    """Restart order: brokers that are not KRaft voters, then voters, the active controller last;
+    by id within each group. Recomputed before every broker (the controller can move)."""
+    quorum = snapshot.quorum
+    voters = {v.id for v in quorum.voters} if quorum else set()
+    leader = quorum.leader_id if quorum else None
+
+    def rank(b: int) -> tuple[int, int]:
+        return (2 if b == leader else 1 if b in voters else 0, b)
+
+    return sorted(set(brokers), key=rank)

@@ -1,0 +1,1 @@
+"""Kubernetes resources generated from the models (the CRD)."""

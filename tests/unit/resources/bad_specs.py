@@ -1,0 +1,360 @@
+"""Specs that must be rejected, as data: the pydantic tests here use them, and a test against a
+real API server can reuse them (each one must fail `kubectl apply` naming `field`).
+
+`BAD_SPECS`: rejected by the API server (schema or CEL) AND by the pydantic models.
+`PYDANTIC_ONLY_BAD_SPECS`: the API server stores them (CEL cannot parse cron or look up time
+zones; unknown fields are pruned unless the client asks for strict field validation), so only
+the CLI and the operator reject them.
+`GOOD_SPECS`: must be accepted by both.
+Each `field` is the path as the API server prints it (`spec.a.b[0].c`); the pydantic error
+messages (`kafka_health.models.policy.error_messages`) use the same notation.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, NamedTuple
+
+
+class BadSpec(NamedTuple):
+    description: str
+    spec: dict[str, Any]
+    field: str
+
+
+MINIMAL: dict[str, Any] = {"cluster": {"bootstrapServers": ["kafka-0.kafka:9092"]}}
+
+FULL: dict[str, Any] = {
+    "cluster": {
+        "bootstrapServers": ["kafka-0.kafka:9093", "kafka-1.kafka:9093", "[::1]:9093"],
+        "security": {
+            "protocol": "SASL_SSL",
+            "sasl": {
+                "mechanism": "SCRAM-SHA-512",
+                "username": {"name": "kafka-user", "key": "username"},
+                "password": {"name": "kafka-user", "key": "password"},
+            },
+            "tls": {
+                "ca": {"name": "kafka-ca", "key": "ca.crt"},
+                "certificate": {"name": "kafka-client", "key": "tls.crt"},
+                "key": {"name": "kafka-client", "key": "tls.key"},
+            },
+        },
+        "brokerPods": {"statefulSet": "kafka", "brokerId": {"source": "Ordinal", "ordinalOffset": 0}},
+        "requestTimeout": "10s",
+    },
+    "diagnostics": {
+        "interval": "30s",
+        "historyRetention": "72h",
+        "checks": {"diskUsage": {"warningPercent": 70, "criticalPercent": 85}, "quorum": {"enabled": False}},
+        "spark": {"remote": "sc://spark-connect:15002"},
+    },
+    "remediation": {
+        "mode": "Enforce",
+        "maintenanceWindows": [
+            {"name": "nightly", "schedule": "0 2 * * *", "duration": "2h", "timeZone": "Europe/Berlin"}
+        ],
+        "requireApproval": True,
+        "approvedPlanId": "roll-0123456789",
+        "rateLimits": {"rollingRestart": {"maxActions": 1, "per": "24h", "cooldown": "1h"}},
+        "circuitBreaker": {"maxFailures": 2},
+        "preferredLeaderElection": {"imbalanceThreshold": 20, "batchSize": 100},
+        "rollingRestart": {
+            "timeouts": {"podReady": "5m", "brokerRegistered": "2m", "urpZero": "10m"},
+            "pauseBetweenBrokers": "1m",
+            "requests": [
+                {"id": "2024-06-01-kernel", "reason": "kernel upgrade"},
+                {"id": "r2", "brokers": [2, 0]},
+            ],
+        },
+        "offsetResets": {
+            "requests": [
+                {
+                    "id": "restore-1",
+                    "group": "billing",
+                    "topics": ["orders"],
+                    "toDatetime": "2024-06-01T00:00:00Z",
+                },
+                {
+                    "id": "skip-bad",
+                    "group": "billing",
+                    "partitions": [{"topic": "orders", "partition": 3}],
+                    "shiftBy": 10,
+                },
+                {"id": "rewind", "group": "audit", "topics": ["orders", "payments"], "byDuration": "2h"},
+                {"id": "to-start", "group": "audit", "topics": ["orders"], "earliest": True},
+                {
+                    "id": "to-end",
+                    "group": "audit",
+                    "topics": ["orders"],
+                    "latest": True,
+                    "emptyGroupTimeout": "1h",
+                },
+                {
+                    "id": "exact",
+                    "group": "audit",
+                    "partitions": [{"topic": "orders", "partition": 0}],
+                    "toOffset": 42,
+                },
+            ]
+        },
+    },
+}
+
+GOOD_SPECS: list[tuple[str, dict[str, Any]]] = [
+    ("minimal: bootstrap servers only", MINIMAL),
+    ("every section set", FULL),
+    (
+        "pod selector with broker id from a label",
+        {
+            "cluster": {
+                "bootstrapServers": ["k:9092"],
+                "brokerPods": {
+                    "namespace": "kafka",
+                    "podSelector": {"matchLabels": {"app.kubernetes.io/name": "kafka"}},
+                    "brokerId": {"source": "Label", "label": "kafka.example.com/broker-id"},
+                },
+            }
+        },
+    ),
+]
+
+
+def _with(path: str, value: Any, base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A copy of `base` (MINIMAL) with the dotted `path` set to `value` (None: removed)."""
+    spec = copy.deepcopy(MINIMAL if base is None else base)
+    node = spec
+    keys = path.split(".")
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    if value is None:
+        node.pop(keys[-1], None)
+    else:
+        node[keys[-1]] = value
+    return spec
+
+
+def _reset(**request: Any) -> dict[str, Any]:
+    return _with(
+        "remediation.offsetResets.requests", [{"id": "r1", "group": "g", "topics": ["t"], **request}]
+    )
+
+
+def _window(**window: Any) -> dict[str, Any]:
+    return _with("remediation.maintenanceWindows", [{"schedule": "0 2 * * *", "duration": "1h", **window}])
+
+
+_PODS = {"statefulSet": "kafka"}
+_SECRET = {"name": "s", "key": "k"}
+
+BAD_SPECS: list[BadSpec] = [
+    BadSpec("no cluster", {"diagnostics": {"interval": "30s"}}, "spec.cluster"),
+    BadSpec("no bootstrap servers", _with("cluster.bootstrapServers", []), "spec.cluster.bootstrapServers"),
+    BadSpec(
+        "bootstrap servers as one comma-separated item",
+        _with("cluster.bootstrapServers", ["a:9092,b:9092"]),
+        "spec.cluster.bootstrapServers[0]",
+    ),
+    BadSpec("unknown remediation mode", _with("remediation.mode", "Auto"), "spec.remediation.mode"),
+    BadSpec("zero diagnostics interval", _with("diagnostics.interval", "0s"), "spec.diagnostics.interval"),
+    BadSpec(
+        "diagnostics interval under 10s", _with("diagnostics.interval", "5s"), "spec.diagnostics.interval"
+    ),
+    BadSpec("duration without a unit", _with("diagnostics.interval", "30"), "spec.diagnostics.interval"),
+    BadSpec(
+        "duration written in words",
+        _with("cluster.requestTimeout", "5 minutes"),
+        "spec.cluster.requestTimeout",
+    ),
+    BadSpec(
+        "negative duration",
+        _with("remediation.rollingRestart.pauseBetweenBrokers", "-5m"),
+        "spec.remediation.rollingRestart.pauseBetweenBrokers",
+    ),
+    BadSpec(
+        "zero restart timeout",
+        _with("remediation.rollingRestart.timeouts", {"urpZero": "0s"}),
+        "spec.remediation.rollingRestart.timeouts.urpZero",
+    ),
+    BadSpec(
+        "maintenance window longer than 24h",
+        _window(duration="25h"),
+        "spec.remediation.maintenanceWindows[0].duration",
+    ),
+    BadSpec(
+        "maintenance window of 0s", _window(duration="0s"), "spec.remediation.maintenanceWindows[0].duration"
+    ),
+    BadSpec(
+        "cron schedule with 4 fields",
+        _window(schedule="0 2 * *"),
+        "spec.remediation.maintenanceWindows[0].schedule",
+    ),
+    BadSpec(
+        "cron schedule with a seconds field",
+        _window(schedule="0 0 2 * * *"),
+        "spec.remediation.maintenanceWindows[0].schedule",
+    ),
+    BadSpec(
+        "maintenance window without a schedule",
+        _with("remediation.maintenanceWindows", [{"duration": "1h"}]),
+        "spec.remediation.maintenanceWindows[0].schedule",
+    ),
+    BadSpec(
+        "two offset-reset strategies",
+        _reset(earliest=True, toOffset=5),
+        "spec.remediation.offsetResets.requests[0]",
+    ),
+    BadSpec("no offset-reset strategy", _reset(), "spec.remediation.offsetResets.requests[0]"),
+    BadSpec(
+        "offset reset naming neither topics nor partitions",
+        _with("remediation.offsetResets.requests", [{"id": "r1", "group": "g", "latest": True}]),
+        "spec.remediation.offsetResets.requests[0]",
+    ),
+    BadSpec("shiftBy 0", _reset(shiftBy=0), "spec.remediation.offsetResets.requests[0].shiftBy"),
+    BadSpec("negative toOffset", _reset(toOffset=-1), "spec.remediation.offsetResets.requests[0].toOffset"),
+    BadSpec(
+        "toDatetime that is not a date-time",
+        _reset(toDatetime="yesterday"),
+        "spec.remediation.offsetResets.requests[0].toDatetime",
+    ),
+    BadSpec(
+        "byDuration of 0s", _reset(byDuration="0s"), "spec.remediation.offsetResets.requests[0].byDuration"
+    ),
+    BadSpec(
+        "duplicate offset reset ids",
+        _with(
+            "remediation.offsetResets.requests",
+            [{"id": "r1", "group": "g", "topics": ["t"], "latest": True}] * 2,
+        ),
+        "spec.remediation.offsetResets.requests[1]",
+    ),
+    BadSpec(
+        "duplicate rolling restart ids",
+        _with(
+            "remediation.rollingRestart.requests",
+            [{"id": "r1"}, {"id": "r1"}],
+            _with("cluster.brokerPods", _PODS),
+        ),
+        "spec.remediation.rollingRestart.requests[1]",
+    ),
+    BadSpec(
+        "request id with capitals and spaces",
+        _with(
+            "remediation.rollingRestart.requests", [{"id": "Roll Now"}], _with("cluster.brokerPods", _PODS)
+        ),
+        "spec.remediation.rollingRestart.requests[0].id",
+    ),
+    BadSpec(
+        "the same broker twice in a restart request",
+        _with(
+            "remediation.rollingRestart.requests",
+            [{"id": "r1", "brokers": [1, 1]}],
+            _with("cluster.brokerPods", _PODS),
+        ),
+        "spec.remediation.rollingRestart.requests[0].brokers",
+    ),
+    BadSpec(
+        "rolling restart requested without broker pods",
+        _with("remediation.rollingRestart.requests", [{"id": "r1"}]),
+        "spec.cluster.brokerPods",
+    ),
+    BadSpec(
+        "batchSize 0",
+        _with("remediation.preferredLeaderElection.batchSize", 0),
+        "spec.remediation.preferredLeaderElection.batchSize",
+    ),
+    BadSpec(
+        "imbalance threshold over 100%",
+        _with("remediation.preferredLeaderElection.imbalanceThreshold", 150),
+        "spec.remediation.preferredLeaderElection.imbalanceThreshold",
+    ),
+    BadSpec(
+        "rate limit of 0 actions",
+        _with("remediation.rateLimits.rollingRestart", {"maxActions": 0}),
+        "spec.remediation.rateLimits.rollingRestart.maxActions",
+    ),
+    BadSpec(
+        "circuit breaker that never opens",
+        _with("remediation.circuitBreaker.maxFailures", 0),
+        "spec.remediation.circuitBreaker.maxFailures",
+    ),
+    BadSpec(
+        "SASL protocol without credentials",
+        _with("cluster.security", {"protocol": "SASL_SSL"}),
+        "spec.cluster.security.sasl",
+    ),
+    BadSpec(
+        "SASL credentials with PLAINTEXT protocol",
+        _with("cluster.security", {"sasl": {"username": _SECRET, "password": _SECRET}}),
+        "spec.cluster.security.sasl",
+    ),
+    BadSpec(
+        "inline password instead of a Secret reference",
+        _with(
+            "cluster.security",
+            {"protocol": "SASL_SSL", "sasl": {"username": _SECRET, "password": "hunter2"}},
+        ),
+        "spec.cluster.security.sasl.password",
+    ),
+    BadSpec(
+        "TLS client certificate without its key",
+        _with("cluster.security", {"protocol": "SSL", "tls": {"certificate": _SECRET}}),
+        "spec.cluster.security.tls.certificate",
+    ),
+    BadSpec(
+        "TLS settings with PLAINTEXT protocol",
+        _with("cluster.security", {"tls": {"ca": _SECRET}}),
+        "spec.cluster.security.tls",
+    ),
+    BadSpec(
+        "both statefulSet and podSelector",
+        _with(
+            "cluster.brokerPods", {"statefulSet": "kafka", "podSelector": {"matchLabels": {"app": "kafka"}}}
+        ),
+        "spec.cluster.brokerPods.statefulSet",
+    ),
+    BadSpec(
+        "neither statefulSet nor podSelector",
+        _with("cluster.brokerPods", {"namespace": "kafka"}),
+        "spec.cluster.brokerPods.statefulSet",
+    ),
+    BadSpec(
+        "broker id from a label without naming the label",
+        _with("cluster.brokerPods", {"statefulSet": "kafka", "brokerId": {"source": "Label"}}),
+        "spec.cluster.brokerPods.brokerId.label",
+    ),
+    BadSpec(
+        "Spark master and Spark Connect both set",
+        _with("diagnostics.spark", {"master": "local[2]", "remote": "sc://s:15002"}),
+        "spec.diagnostics.spark.remote",
+    ),
+    BadSpec(
+        "disk warning above critical",
+        _with("diagnostics.checks.diskUsage", {"warningPercent": 95, "criticalPercent": 90}),
+        "spec.diagnostics.checks.diskUsage.warningPercent",
+    ),
+    BadSpec(
+        "consumer lag warning equal to critical",
+        _with("diagnostics.checks.consumerLag", {"warningLag": 100, "criticalLag": 100}),
+        "spec.diagnostics.checks.consumerLag.warningLag",
+    ),
+]
+
+PYDANTIC_ONLY_BAD_SPECS: list[BadSpec] = [
+    BadSpec(
+        "cron minute out of range",
+        _window(schedule="61 2 * * *"),
+        "spec.remediation.maintenanceWindows[0].schedule",
+    ),
+    BadSpec(
+        "unknown time zone",
+        _window(timeZone="Mars/Olympus"),
+        "spec.remediation.maintenanceWindows[0].timeZone",
+    ),
+    BadSpec("unknown field (a typo)", _with("remediation.dryRun", True), "spec.remediation.dryRun"),
+    BadSpec(
+        "invalid label key in the pod selector",
+        _with("cluster.brokerPods", {"podSelector": {"matchLabels": {"bad key!": "x"}}}),
+        "spec.cluster.brokerPods.podSelector.matchLabels",
+    ),
+]
