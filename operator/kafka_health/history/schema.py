@@ -8,10 +8,24 @@ mean rescanning gigabytes: the full state of the newest snapshot is kept once pe
 `<root>/latest/cluster=<name>/snapshot.json` (overwritten).
 
 Every table has `ts` (timestamp[us, UTC], the snapshot's taken_at); `cluster` and `date` are
-the partition columns (not stored in the files).
+the partition columns (not stored in the files). `date` is the UTC date of `ts` (YYYY-MM-DD);
+`cluster` values are escaped in the path the way Hive/Spark escape partition values (`:` →
+`%3A`, ...), and Spark/pyarrow decode them back. Files whose names start with `.` or `_` are
+in-flight temporaries (Spark and pyarrow skip them).
+
+Besides `snapshot.json`, `<root>/latest/cluster=<name>/partition_state.parquet` holds the
+partition state (PARTITION_STATE schema) of the newest snapshot that could read metadata: the
+baseline the next cycle's changes are computed against. A snapshot that could not read the
+metadata (or one topic's partitions) changes nothing in it and writes no partition rows.
+
+Writers: `kafka_health.history.store.HistoryStore`; each cycle adds one small file per table
+and date, and `compact()` merges a date's files into one.
 """
 
 from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
 
 import pyarrow as pa
 
@@ -48,9 +62,19 @@ GROUP_SAMPLES = pa.schema(
         ("group_id", pa.string()),
         ("state", pa.string()),
         ("members", pa.int32()),
-        ("member_hash", pa.string()),  # stable hash of the sorted member ids
+        ("member_hash", pa.string()),  # stable hash of the sorted member ids: `member_hash()`
     ]
 )
+
+
+def member_hash(member_ids: Iterable[str]) -> str:
+    """GROUP_SAMPLES.member_hash: sha256 of the sorted member ids joined by newlines, 16 hex digits.
+
+    Writers of samples (history, and Spark's current sample) must agree on it, or every
+    comparison with history would look like a membership change.
+    """
+    return hashlib.sha256("\n".join(sorted(member_ids)).encode()).hexdigest()[:16]
+
 
 # Per group per partition per snapshot: committed offset beside the partition's end offsets.
 GROUP_OFFSET_SAMPLES = pa.schema(
@@ -65,9 +89,21 @@ GROUP_OFFSET_SAMPLES = pa.schema(
     ]
 )
 
+# Added by the history writer: a partition that was in the previous snapshot's metadata and is
+# no longer (its topic was deleted). Without it, "the state at time t" would keep showing the
+# partition until the next day's full state.
+PARTITION_REMOVED = pa.schema(
+    [
+        ("ts", TS),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+    ]
+)
+
 TABLES: dict[str, pa.Schema] = {
     "partition_state": PARTITION_STATE,
     "broker_samples": BROKER_SAMPLES,
     "group_samples": GROUP_SAMPLES,
     "group_offset_samples": GROUP_OFFSET_SAMPLES,
+    "partition_removed": PARTITION_REMOVED,
 }

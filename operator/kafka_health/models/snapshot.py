@@ -21,6 +21,13 @@ class Broker(_Model):
     port: int
     rack: str | None = None
     alive: bool = Field(description="Registered (unfenced) in the cluster metadata right now.")
+    fenced: bool | None = Field(
+        None,
+        description=(
+            "True: registered with the KRaft controller but fenced (stopped or lost its session); "
+            "None: unknown (e.g. known only as a replica, with host '' and port 0)."
+        ),
+    )
 
 
 class QuorumVoter(_Model):

@@ -1,0 +1,91 @@
+"""The kafka-python admin client behind `KafkaAdmin` (log dirs, metadata quorum, registrations).
+
+kafka-python's calls block without an overall deadline and its client bootstraps eagerly, so
+it is created on first use, every call runs in a small pool bounded by a timeout, and a client
+that stopped answering (stuck on a frozen broker) is replaced: the old one is closed only once
+the calls other threads still run on it have timed out by themselves.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, TypeVar
+
+from kafka_health.collect.results import AdminCallError, Timeouts
+
+T = TypeVar("T")
+
+
+class KafkaPython:
+    def __init__(
+        self, kwargs: dict[str, Any], timeouts: Timeouts, reason: Callable[[BaseException], str]
+    ) -> None:
+        self._kwargs = kwargs
+        self._timeouts = timeouts
+        self._reason = reason
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kafka-python")
+
+    def client(self) -> Any:
+        """The current client, bootstrapping one if needed (blocks up to the metadata timeout)."""
+        with self._lock:
+            if self._client is None:
+                from kafka import KafkaAdminClient
+
+                self._client = KafkaAdminClient(
+                    **self._kwargs,
+                    request_timeout_ms=int(self._timeouts.request * 1000),
+                    bootstrap_timeout_ms=int(self._timeouts.metadata * 1000),
+                    metadata_max_age_ms=30_000,
+                )
+            return self._client
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """Run `fn` in the pool (callers bound the returned future)."""
+        return self._pool.submit(fn, *args)
+
+    def call(self, name: str, fn: Callable[[Any], T], budget: float) -> T:
+        """`fn(client)` bounded by `budget` seconds; half of it goes to a retry on a fresh client."""
+        deadline = time.monotonic() + budget
+        error = AdminCallError(name, "no time left")
+        for attempt in (1, 2):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            wait = remaining / 2 if attempt == 1 else remaining
+            used: list[Any] = []
+
+            def run(used: list[Any] = used) -> T:
+                used.append(self.client())
+                return fn(used[0])
+
+            try:
+                return self._pool.submit(run).result(timeout=wait)
+            except FutureTimeout:
+                error = AdminCallError(name, f"timed out after {wait:.1f}s")
+            except Exception as exc:
+                error = AdminCallError(name, self._reason(exc))
+            if used:
+                self._replace(used[0])
+        raise error
+
+    def _replace(self, client: Any) -> None:
+        with self._lock:
+            if self._client is not client:
+                return  # another thread replaced it already
+            self._client = None
+        closer = threading.Timer(self._timeouts.request, client.close)
+        closer.daemon = True
+        closer.start()
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)

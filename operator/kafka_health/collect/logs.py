@@ -1,0 +1,93 @@
+"""Client logs into Python logging, with secret values scrubbed.
+
+librdkafka logs through the `logger` option into `kafka_health.collect.librdkafka`; kafka-python
+logs into its own `kafka.*` loggers, and `kafka.admin.client` prints its whole configuration
+(SASL password included) at DEBUG. Both get a filter that replaces every registered secret;
+librdkafka's repeated connection failures are also thinned out.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from kafka_health.collect.connection import redact
+
+LIBRDKAFKA_LOGGER = "kafka_health.collect.librdkafka"
+# kafka-python loggers known to log client configuration.
+_KAFKA_PYTHON_CONFIG_LOGGERS = ("kafka.admin.client",)
+
+
+class SecretFilter(logging.Filter):
+    """Rewrites records so no registered secret value reaches a handler."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._secrets: dict[str, int] = {}  # value → number of clients using it
+
+    def add(self, secrets: Iterable[str]) -> None:
+        with self._lock:
+            for s in secrets:
+                self._secrets[s] = self._secrets.get(s, 0) + 1
+
+    def remove(self, secrets: Iterable[str]) -> None:
+        with self._lock:
+            for s in secrets:
+                left = self._secrets.get(s, 0) - 1
+                if left > 0:
+                    self._secrets[s] = left
+                else:
+                    self._secrets.pop(s, None)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with self._lock:
+            secrets = list(self._secrets)
+        if secrets:
+            message = record.getMessage()
+            scrubbed = redact(message, secrets)
+            if scrubbed != message:
+                record.msg, record.args = scrubbed, None
+        return True
+
+
+class RepeatFilter(logging.Filter):
+    """Drops a message seen less than `window` seconds ago: librdkafka retries a dead bootstrap
+    server every few milliseconds and logs each failure."""
+
+    def __init__(self, window: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.window, self._clock = window, clock
+        self._lock = threading.Lock()
+        self._seen: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key, now = record.getMessage(), self._clock()
+        with self._lock:
+            last = self._seen.get(key)
+            if last is not None and now - last < self.window:
+                return False
+            if len(self._seen) > 1000:
+                self._seen = {k: t for k, t in self._seen.items() if now - t < self.window}
+            self._seen[key] = now
+        return True
+
+
+SECRETS = SecretFilter()
+_installed = False
+_install_lock = threading.Lock()
+
+
+def install() -> logging.Logger:
+    """Attach the secret filter (once per process) and return the librdkafka logger."""
+    global _installed
+    librdkafka = logging.getLogger(LIBRDKAFKA_LOGGER)
+    with _install_lock:
+        if not _installed:
+            for name in (LIBRDKAFKA_LOGGER, *_KAFKA_PYTHON_CONFIG_LOGGERS):
+                logging.getLogger(name).addFilter(SECRETS)
+            librdkafka.addFilter(RepeatFilter())
+            _installed = True
+    return librdkafka

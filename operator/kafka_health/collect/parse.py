@@ -1,0 +1,129 @@
+"""Pure conversions of the clients' answers into the snapshot models (no I/O, unit-tested)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import kafka.errors as kafka_errors
+
+from kafka_health.models.snapshot import LogDir, Quorum, QuorumVoter, TopicConfig
+
+# Kafka reports "unknown" as -1 in many int fields.
+_UNKNOWN = -1
+
+# confluent_kafka.ConsumerGroupState names → Kafka's own group state names.
+GROUP_STATES = {
+    "UNKNOWN": "Unknown",
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
+    "STABLE": "Stable",
+    "DEAD": "Dead",
+    "EMPTY": "Empty",
+    # KIP-848 (consumer protocol) states, should the client report them.
+    "ASSIGNING": "Assigning",
+    "RECONCILING": "Reconciling",
+}
+
+TOPIC_CONFIG_KEYS = (
+    "min.insync.replicas",
+    "unclean.leader.election.enable",
+    "retention.ms",
+    "retention.bytes",
+    "cleanup.policy",
+)
+
+
+def known(value: int | None) -> int | None:
+    return None if value is None or value < 0 else int(value)
+
+
+def group_state(name: str) -> str:
+    return GROUP_STATES.get(name, name.title())
+
+
+def topic_config(topic: str, values: Mapping[str, str | None]) -> TopicConfig:
+    """The effective values (broker defaults already applied by DescribeConfigs)."""
+
+    def as_int(key: str) -> int | None:
+        raw = values.get(key)
+        return int(raw) if raw not in (None, "") else None
+
+    unclean = values.get("unclean.leader.election.enable")
+    return TopicConfig(
+        topic=topic,
+        min_insync_replicas=as_int("min.insync.replicas"),
+        unclean_leader_election_enable=None if unclean is None else unclean.lower() == "true",
+        retention_ms=as_int("retention.ms"),
+        retention_bytes=as_int("retention.bytes"),
+        cleanup_policy=values.get("cleanup.policy"),
+    )
+
+
+def error_name(code: int) -> str | None:
+    """None for NoError, else Kafka's error class name (e.g. KafkaStorageError)."""
+    if code == 0:
+        return None
+    return str(kafka_errors.for_code(code).__name__)
+
+
+def log_dirs(broker_id: int, results: Sequence[Mapping[str, Any]]) -> list[LogDir]:
+    """kafka-python DescribeLogDirs results of one broker → one LogDir per directory.
+
+    `used_bytes` sums the partition sizes in the directory (future replicas included: they
+    occupy the disk too); total/usable come from KIP-827 and are None when not reported.
+    """
+    dirs = []
+    for result in results:
+        error = error_name(int(result.get("error_code", 0)))
+        used = None
+        if error is None:
+            used = sum(
+                max(0, int(p.get("partition_size", 0)))
+                for t in result.get("topics") or []
+                for p in t.get("partitions") or []
+            )
+        dirs.append(
+            LogDir(
+                broker_id=broker_id,
+                path=str(result.get("log_dir", "")),
+                used_bytes=used,
+                total_bytes=known(result.get("total_bytes")),
+                usable_bytes=known(result.get("usable_bytes")),
+                error=error,
+            )
+        )
+    return dirs
+
+
+def quorum(response: Mapping[str, Any]) -> Quorum:
+    """kafka-python DescribeQuorum (`__cluster_metadata`-0) → Quorum with per-voter lag.
+
+    Lag is the leader's log end offset minus the voter's, as `kafka-metadata-quorum
+    describe --replication` shows it.
+    """
+    partition = response["topics"][0]["partitions"][0]
+    if partition.get("error"):
+        raise ValueError(f"DescribeQuorum: {partition['error']}")
+    leader_id = known(partition.get("leader_id"))
+
+    def voter(raw: Mapping[str, Any]) -> QuorumVoter:
+        return QuorumVoter(
+            id=int(raw["replica_id"]),
+            log_end_offset=known(raw.get("log_end_offset")),
+            last_caught_up_ms=known(raw.get("last_caught_up_timestamp")),
+        )
+
+    voters = [voter(v) for v in partition.get("current_voters") or []]
+    observers = [voter(v) for v in partition.get("observers") or []]
+    leader_leo = next((v.log_end_offset for v in voters if v.id == leader_id), None)
+    for v in (*voters, *observers):
+        if leader_leo is not None and v.log_end_offset is not None:
+            v.lag = max(0, leader_leo - v.log_end_offset)
+    return Quorum(
+        leader_id=leader_id,
+        leader_epoch=known(partition.get("leader_epoch")),
+        high_watermark=known(partition.get("high_watermark")),
+        voters=voters,
+        observers=observers,
+    )

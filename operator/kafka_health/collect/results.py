@@ -1,0 +1,78 @@
+"""What `KafkaAdmin` calls return: typed values, and `Partial` results that keep per-item errors."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from kafka_health.models.snapshot import Broker, Partition
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+TopicPartitionKey = tuple[str, int]
+
+
+class AdminCallError(RuntimeError):
+    """A whole admin call failed or timed out. The message never contains secrets."""
+
+    def __init__(self, call: str, reason: str) -> None:
+        super().__init__(f"{call}: {reason}")
+        self.call = call
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds. `metadata` bounds the first call of a cycle (so an unreachable cluster is
+    reported within it); `request` bounds every other call."""
+
+    metadata: float = 6.0
+    request: float = 10.0
+
+
+@dataclass
+class Partial(Generic[K, V]):
+    """Results of a call over many items: the values read and, per item, why one was not."""
+
+    values: dict[K, V] = field(default_factory=dict)
+    errors: dict[K, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ClusterMetadata:
+    """One Metadata answer. `controller_id` is NOT the active controller in KRaft (a random
+    broker); the active controller is `describe_quorum().leader_id`."""
+
+    cluster_id: str | None
+    controller_id: int | None
+    brokers: list[Broker]  # registered and unfenced now (alive)
+    partitions: list[Partition]
+    topic_errors: dict[str, str]  # topics listed with a topic-level error (partitions unknown)
+
+
+@dataclass(frozen=True)
+class BrokerRegistration:
+    """A broker registered with the KRaft controller, fenced or not (DescribeCluster)."""
+
+    id: int
+    host: str
+    port: int
+    rack: str | None
+    fenced: bool
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    group_id: str
+    state: str
+    type: str  # Classic | Consumer | Unknown
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    member_ids: list[str]
+    assigned: list[TopicPartitionKey]  # partitions assigned to the members right now

@@ -1,0 +1,188 @@
+"""`collect_snapshot`: one `ClusterSnapshot` from the admin calls, never a crash, never a silent gap.
+
+Metadata comes first: without it nothing else is meaningful, so an unreachable cluster yields
+`missing=[metadata]` within the metadata timeout. The other parts (registrations, quorum,
+configs, offsets, groups, log dirs) are read in parallel, each bounded; whatever fails is named
+in `missing` (`part` like `quorum`, `configs:<topic>`, `offsets:<topic>`, `group:<id>`,
+`log_dirs:<broker>`) and the fields it would have filled stay empty.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import TypeVar
+
+from kafka_health.collect import parse
+from kafka_health.collect.kafka_admin import (
+    AdminCallError,
+    BrokerRegistration,
+    GroupDescription,
+    KafkaAdmin,
+    TopicPartitionKey,
+)
+from kafka_health.models.snapshot import (
+    Broker,
+    ClusterSnapshot,
+    ConsumerGroup,
+    GroupOffset,
+    LogDir,
+    Missing,
+    Partition,
+    PartitionOffsets,
+    TopicConfig,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Part = tuple[T, list[Missing]]
+
+
+def collect_snapshot(admin: KafkaAdmin, cluster_name: str, clock: Callable[[], datetime]) -> ClusterSnapshot:
+    """Read the whole cluster state once; `clock()` (timezone-aware) stamps `taken_at`."""
+    snap = ClusterSnapshot(cluster=cluster_name, taken_at=clock())
+    try:
+        md = admin.metadata()
+    except AdminCallError as exc:
+        snap.missing.append(Missing(part="metadata", reason=f"{exc.reason}; nothing else was read"))
+        return snap
+    snap.cluster_id = md.cluster_id
+    snap.partitions = md.partitions
+    snap.missing.extend(Missing(part=f"partitions:{t}", reason=r) for t, r in sorted(md.topic_errors.items()))
+    topics = sorted({p.topic for p in md.partitions})
+    alive = [b.id for b in md.brokers]
+
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="collect") as pool:
+        f_regs = pool.submit(_guard, "broker_registrations", None, lambda: (admin.describe_cluster(), []))
+        f_quorum = pool.submit(_guard, "quorum", None, lambda: (admin.describe_quorum(), []))
+        f_configs = pool.submit(_guard, "configs", [], lambda: _configs(admin, topics))
+        f_offsets = pool.submit(_guard, "offsets", [], lambda: _offsets(admin, md.partitions))
+        f_groups = pool.submit(_guard, "groups", [], lambda: _groups(admin))
+        f_dirs = pool.submit(_guard, "log_dirs", [], lambda: _log_dirs(admin, alive))
+        registrations, quorum = f_regs.result(), f_quorum.result()
+        configs, offsets, groups, dirs = (
+            f_configs.result(),
+            f_offsets.result(),
+            f_groups.result(),
+            f_dirs.result(),
+        )
+
+    snap.quorum = quorum[0]
+    snap.brokers = merge_brokers(md.brokers, registrations[0], md.partitions)
+    snap.topic_configs, snap.offsets, snap.groups, snap.log_dirs = configs[0], offsets[0], groups[0], dirs[0]
+    for part in (registrations, quorum, configs, offsets, groups, dirs):
+        snap.missing.extend(part[1])
+    snap.missing.extend(
+        Missing(part=f"log_dirs:{b.id}", reason="broker is not registered (unfenced) in the metadata")
+        for b in snap.brokers
+        if not b.alive
+    )
+    return snap
+
+
+def _guard(part: str, empty: T, read: Callable[[], Part[T]]) -> Part[T]:
+    """Run one part; a failed call (or a bug) becomes a `Missing` entry instead of a crash."""
+    try:
+        return read()
+    except AdminCallError as exc:
+        return empty, [Missing(part=part, reason=exc.reason)]
+    except Exception as exc:
+        log.exception("collecting %s failed", part)
+        return empty, [Missing(part=part, reason=f"internal error: {type(exc).__name__}")]
+
+
+def merge_brokers(
+    alive: Iterable[Broker], registrations: list[BrokerRegistration] | None, partitions: Iterable[Partition]
+) -> list[Broker]:
+    """Alive brokers (in metadata now) + registered-but-fenced ones + ids seen only as replicas."""
+    regs = {r.id: r for r in registrations or []}
+    out: dict[int, Broker] = {}
+    for b in alive:
+        reg = regs.get(b.id)
+        out[b.id] = b.model_copy(update={"alive": True, "fenced": False, "rack": reg.rack if reg else b.rack})
+    for r in regs.values():
+        if r.id not in out:
+            out[r.id] = Broker(id=r.id, host=r.host, port=r.port, rack=r.rack, alive=False, fenced=r.fenced)
+    for p in partitions:
+        for replica in p.replicas:
+            if replica not in out:
+                out[replica] = Broker(id=replica, host="", port=0, alive=False, fenced=None)
+    return [out[i] for i in sorted(out)]
+
+
+def _per_topic(part: str, errors: dict[TopicPartitionKey, str]) -> list[Missing]:
+    """Partition errors folded into one entry per topic (100k partitions must not mean 100k entries)."""
+    by_topic: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for (topic, partition), reason in errors.items():
+        by_topic[topic][reason].append(partition)
+    missing = []
+    for topic in sorted(by_topic):
+        reasons = "; ".join(
+            f"partitions {','.join(map(str, sorted(ps)))}: {reason}"
+            for reason, ps in sorted(by_topic[topic].items())
+        )
+        missing.append(Missing(part=f"{part}:{topic}", reason=reasons))
+    return missing
+
+
+def _configs(admin: KafkaAdmin, topics: list[str]) -> Part[list[TopicConfig]]:
+    raw = admin.topic_configs(topics)
+    configs = [parse.topic_config(t, v) for t, v in sorted(raw.values.items())]
+    return configs, [Missing(part=f"configs:{t}", reason=r) for t, r in sorted(raw.errors.items())]
+
+
+def _offsets(admin: KafkaAdmin, partitions: list[Partition]) -> Part[list[PartitionOffsets]]:
+    led = [(p.topic, p.partition) for p in partitions if p.leader is not None]
+    raw = admin.list_offsets(led)
+    errors = dict(raw.errors)
+    errors.update({(p.topic, p.partition): "offline (no leader)" for p in partitions if p.leader is None})
+    offsets = [raw.values[k] for k in sorted(raw.values)]
+    return offsets, _per_topic("offsets", errors)
+
+
+def _groups(admin: KafkaAdmin) -> Part[list[ConsumerGroup]]:
+    listings, list_errors = admin.list_groups()
+    ids = [g.group_id for g in listings]
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="collect-groups") as pool:
+        f_desc = pool.submit(admin.describe_groups, ids)
+        f_offsets = pool.submit(admin.group_offsets, ids)
+        described, committed = f_desc.result(), f_offsets.result()
+    groups: list[ConsumerGroup] = []
+    missing = [Missing(part="groups", reason=f"list incomplete: {e}") for e in list_errors]
+    for gid in ids:
+        reasons = []
+        if gid in described.errors:
+            reasons.append(f"describe: {described.errors[gid]}")
+        if gid in committed.errors:
+            reasons.append(f"offsets: {committed.errors[gid]}")
+        if reasons:
+            missing.append(Missing(part=f"group:{gid}", reason="; ".join(reasons)))
+        desc = described.values.get(gid)
+        if desc is None or desc.state == "Dead":  # unknown, or deleted since it was listed
+            continue
+        groups.append(group(desc, committed.values.get(gid, [])))
+    return groups, missing
+
+
+def group(desc: GroupDescription, committed: list[GroupOffset]) -> ConsumerGroup:
+    """A group with its committed offsets, plus assigned partitions it has not committed yet (None)."""
+    offsets = {(o.topic, o.partition): o for o in committed}
+    for topic, partition in desc.assigned:
+        offsets.setdefault((topic, partition), GroupOffset(topic=topic, partition=partition))
+    return ConsumerGroup(
+        group_id=desc.group_id,
+        state=desc.state,
+        members=len(desc.member_ids),
+        member_ids=desc.member_ids,
+        offsets=[offsets[k] for k in sorted(offsets)],
+    )
+
+
+def _log_dirs(admin: KafkaAdmin, brokers: list[int]) -> Part[list[LogDir]]:
+    raw = admin.describe_log_dirs(brokers)
+    dirs = [d for b in sorted(raw.values) for d in raw.values[b]]
+    return dirs, [Missing(part=f"log_dirs:{b}", reason=r) for b, r in sorted(raw.errors.items())]
