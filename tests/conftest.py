@@ -43,7 +43,16 @@ def bootstrap(testbed: Testbed) -> str:
 
 
 @pytest.fixture
-def unique_name(request: pytest.FixtureRequest) -> str:
-    """A topic/group name unique to this test run: `t-<test>-<6 hex>`."""
+def unique_name(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A topic/group name unique to this test run: `t-<test>-<6 hex>`.
+
+    After the test, topics named with it (prefix) and groups named with it are deleted when
+    the test used the Kafka cluster, so one test's leftovers (an RF-1 topic, a lagging group)
+    never become another test's findings.
+    """
     base = re.sub(r"[^a-zA-Z0-9]+", "-", request.node.name).strip("-")[:40]
-    return f"t-{base}-{uuid.uuid4().hex[:6]}"
+    name = f"t-{base}-{uuid.uuid4().hex[:6]}"
+    yield name
+    if "testbed" in request.fixturenames:
+        testbed: Testbed = request.getfixturevalue("testbed")
+        faults.delete_named(testbed.require().bootstrap_servers, name)

@@ -61,6 +61,7 @@ class K8s:
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
+        self.apps = client.AppsV1Api(api_client)
 
     # ---------------------------------------------------------------- secrets
     def read_secret_value(self, namespace: str, name: str, key: str) -> str:
@@ -96,6 +97,16 @@ class K8s:
             self.core.delete_namespaced_pod(name, namespace, body=body)
         except ApiException as exc:
             raise _wrap(f"delete pod {namespace}/{name}", exc) from None
+
+    def statefulset_selector(self, namespace: str, name: str) -> dict[str, str] | None:
+        """The matchLabels of a StatefulSet's pod selector; None when there is no such StatefulSet."""
+        try:
+            sts = self.apps.read_namespaced_stateful_set(name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _wrap(f"StatefulSet {namespace}/{name}", exc) from None
+        return dict(sts.spec.selector.match_labels or {})
 
     # ---------------------------------------------------------------- configmaps
     def read_configmap(self, namespace: str, name: str) -> dict[str, str] | None:

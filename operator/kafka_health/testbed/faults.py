@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -62,3 +63,22 @@ def broken(testbed: Testbed, action: str, broker_id: int) -> Iterator[None]:
         yield
     finally:
         heal(testbed)
+
+
+def delete_named(bootstrap: str, prefix: str, *, timeout: float = 30.0) -> None:
+    """Delete the topics whose name starts with `prefix` and the groups whose id does (test cleanup)."""
+    client = admin(bootstrap)
+    topics = [t for t in client.list_topics(timeout=10).topics if t.startswith(prefix)]
+    if topics:
+        for future in client.delete_topics(topics, operation_timeout=timeout).values():
+            future.result(timeout=timeout)
+    groups = [
+        g.group_id
+        for g in client.list_consumer_groups().result(timeout=timeout).valid
+        if g.group_id.startswith(prefix)
+    ]
+    if groups:
+        for future in client.delete_consumer_groups(groups, request_timeout=timeout).values():
+            # A group still in use is left: stopping its consumers was the test's job.
+            with contextlib.suppress(Exception):
+                future.result(timeout=timeout)

@@ -1,0 +1,68 @@
+"""`kafka-health operator`: run the controller."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kafka_health._kits.paths import state_root
+
+
+def operator(
+    namespace: Annotated[
+        list[str] | None, typer.Option("--namespace", "-n", help="Watch this namespace (repeatable).")
+    ] = None,
+    all_namespaces: Annotated[
+        bool, typer.Option("--all-namespaces", "-A", help="Watch every namespace.")
+    ] = False,
+    metrics_port: Annotated[int, typer.Option(help="Prometheus /metrics port (0: off).")] = 8080,
+    health_port: Annotated[int, typer.Option(help="/healthz and /readyz port (0: off).")] = 8081,
+    history_dir: Annotated[
+        Path | None, typer.Option(envvar="KAFKA_HEALTH_HISTORY_DIR", help="Where snapshot history is kept.")
+    ] = None,
+    spark_master: Annotated[
+        str | None, typer.Option(help="Spark master URL (default: embedded local[*]).")
+    ] = None,
+    spark_remote: Annotated[str | None, typer.Option(help="Spark Connect URL sc://host:port.")] = None,
+    peering: Annotated[
+        str, typer.Option(help="Kopf peering name: replicas sharing it never both act.")
+    ] = "kafka-health",
+    standalone: Annotated[bool, typer.Option(help="No peering (a single replica, or tests).")] = False,
+    log_format: Annotated[str, typer.Option(help="text or json (structured).")] = "text",
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    kubeconfig: Annotated[
+        str | None,
+        typer.Option(envvar="KUBECONFIG", help="Kubeconfig (default: in-cluster, then ~/.kube/config)."),
+    ] = None,
+) -> None:
+    """Run the operator: diagnose every KafkaHealthPolicy each interval and report in its status."""
+    from kafka_health.controller.app import default_work_dir, run
+    from kafka_health.controller.runtime import OperatorSettings
+
+    if not namespace and not all_namespaces:
+        raise typer.BadParameter(
+            "give --namespace NS (repeatable) or --all-namespaces", param_hint="--namespace"
+        )
+    if log_format not in ("text", "json"):
+        raise typer.BadParameter("text or json", param_hint="--log-format")
+    settings = OperatorSettings(
+        history_dir=history_dir or state_root() / "history",
+        work_dir=Path(os.environ.get("KAFKA_HEALTH_WORK_DIR", str(default_work_dir()))),
+        spark_master=spark_master,
+        spark_remote=spark_remote,
+    )
+    run(
+        namespaces=list(namespace or []),
+        all_namespaces=all_namespaces,
+        settings=settings,
+        metrics_port=metrics_port,
+        health_port=health_port,
+        peering=peering,
+        standalone=standalone,
+        log_format=log_format,
+        verbose=verbose,
+        kubeconfig=kubeconfig if kubeconfig and Path(kubeconfig).exists() else None,
+    )

@@ -1,0 +1,1 @@
+"""The Kopf operator: thin handlers wiring collect → diagnose → plan → remediate → report per policy."""

@@ -1,0 +1,122 @@
+"""Kopf handlers: thin wiring. Every decision lives in collect/diagnose/plan/report modules.
+
+One daemon per KafkaHealthPolicy runs its cycles every `spec.diagnostics.interval`; Kafka and
+Spark work runs in threads, so a slow or failing policy never blocks another; deleting a
+policy stops its daemon (Kopf holds a finalizer until the daemon has exited).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+
+from kafka_health.controller import runtime as rt_mod
+from kafka_health.controller.cycle import PolicyWorker
+from kafka_health.k8s.client import K8sError
+from kafka_health.models.policy import GROUP, PLURAL, VERSION, parse_duration, parse_status
+from kafka_health.report import events, metrics
+from kafka_health.report.status import status_after_cycle, status_patch
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL_S = 60.0
+
+
+@kopf.on.startup()
+async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    # Progress and diff-base in annotations: status is ours alone (and structurally pruned).
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="kopf.kafkahealth.io")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="kopf.kafkahealth.io", key="last-handled-configuration"
+    )
+    # Kopf's own per-handler Events are noise for users; ours say what changed in the cluster.
+    settings.posting.level = logging.WARNING
+    settings.execution.max_workers = 16
+    settings.watching.server_timeout = 300
+
+
+def _interval_seconds(spec: dict[str, Any]) -> float:
+    try:
+        return parse_duration(str(spec.get("diagnostics", {}).get("interval", "60s"))).total_seconds()
+    except Exception:
+        return DEFAULT_INTERVAL_S
+
+
+@kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=60.0)
+async def policy_daemon(
+    stopped: kopf.DaemonStopped, body: kopf.Body, name: str, namespace: str | None, **_: Any
+) -> None:
+    assert namespace is not None  # KafkaHealthPolicy is namespaced
+    runtime = rt_mod.current()
+    worker = PolicyWorker(runtime, namespace, name)
+    try:
+        while not stopped:
+            started = time.monotonic()
+            await run_one_cycle(worker, body, stopped)
+            elapsed = time.monotonic() - started
+            await stopped.wait(max(1.0, _interval_seconds(dict(body.spec)) - elapsed))
+    finally:
+        await asyncio.to_thread(worker.close)
+        metrics.forget_policy(namespace, name)
+
+
+async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.DaemonStopped) -> None:
+    """collect → diagnose in a thread, then report: status, Events, metrics."""
+    ns, name = worker.namespace, worker.name
+    started = time.monotonic()
+    outcome = await asyncio.to_thread(worker.run, dict(body.spec))
+    if stopped:  # deleted (or shutting down) while the cycle ran: report nothing
+        return
+    duration = time.monotonic() - started
+    previous = parse_status(dict(body.status))
+    top_n = int(body.spec.get("diagnostics", {}).get("topFindings", 10))
+    new_status = status_after_cycle(
+        previous, outcome, now=datetime.now(UTC), generation=body.meta.get("generation"), top_n=top_n
+    )
+    try:
+        await asyncio.to_thread(worker.runtime.k8s.patch_policy_status, ns, name, status_patch(new_status))
+    except K8sError as exc:
+        if exc.status != 404:
+            log.warning("status of %s/%s not written: %s", ns, name, exc)
+    _report(worker, body, outcome, duration)
+
+
+def _report(worker: PolicyWorker, body: kopf.Body, outcome: Any, duration: float) -> None:
+    ns, name = worker.namespace, worker.name
+    diagnosis = outcome.diagnosis
+    result = "ok" if diagnosis is not None and outcome.problem is None else "problem"
+    metrics.CYCLE_SECONDS.labels(ns, name, result).observe(duration)
+    metrics.DEGRADED.labels(ns, name).set(1 if outcome.problem or outcome.remediation_blockers else 0)
+    if outcome.problem is not None:
+        if worker.finding_keys is None or "problem:" + outcome.problem.reason not in worker.finding_keys:
+            events.post(body, events.EventSpec("Warning", outcome.problem.reason, outcome.problem.message))
+        worker.finding_keys = {"problem:" + outcome.problem.reason}
+        return
+    if diagnosis is None:
+        return
+    metrics.LAST_SUCCESS.labels(ns, name).set(time.time())
+    metrics.HEALTHY.labels(ns, name).set(1 if diagnosis.exit_code() == 0 else 0)
+    for labels in list(metrics.FINDINGS._metrics):
+        if labels[:2] == (ns, name):
+            metrics.FINDINGS.remove(*labels)
+    counts: dict[tuple[str, str], int] = {}
+    for f in diagnosis.findings:
+        counts[(f.check, f.severity.value)] = counts.get((f.check, f.severity.value), 0) + 1
+    for (check, severity), n in counts.items():
+        metrics.FINDINGS.labels(ns, name, check, severity).set(n)
+    previous = {k for k in (worker.finding_keys or set()) if not k.startswith("problem:")}
+    recovered = worker.finding_keys is not None and any(k.startswith("problem:") for k in worker.finding_keys)
+    to_post, worker.finding_keys = events.finding_events(
+        previous if worker.finding_keys is not None else None, diagnosis
+    )
+    if recovered:
+        to_post.insert(
+            0, events.EventSpec("Normal", "Recovered", "The cluster is readable and diagnosed again.")
+        )
+    for event in to_post:
+        events.post(body, event)

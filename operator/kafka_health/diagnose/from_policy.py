@@ -1,0 +1,75 @@
+"""A policy's `spec.diagnostics.checks` → the Spark `Thresholds` and the set of enabled checks.
+
+The policy speaks in the user's terms (percentages, durations); the checks in theirs (ratios,
+minutes, hours). This is the one place that translates, so a threshold in the CRD always
+means what its description says.
+"""
+
+from __future__ import annotations
+
+from kafka_health.models.findings import Finding
+from kafka_health.models.policy import Checks, parse_duration
+from kafka_health_spark.thresholds import Thresholds
+
+# Which policy toggle governs each check id the diagnosis emits.
+CHECK_TOGGLES: dict[str, str] = {
+    "offline_partition": "offline_partitions",
+    "under_replicated": "under_replicated",
+    "under_min_isr": "min_isr",
+    "at_min_isr": "min_isr",
+    "leader_imbalance": "leader_imbalance",
+    "leader_skew": "leader_imbalance",
+    "leader_flapping": "leader_flapping",
+    "isr_churn": "leader_flapping",
+    "consumer_lag": "consumer_lag",
+    "offset_expiry": "consumer_lag",
+    "offset_out_of_range": "consumer_lag",
+    "rebalance_storm": "rebalance_storm",
+    "disk_usage": "disk_usage",
+    "disk_time_to_full": "disk_usage",
+    "log_dir_error": "disk_usage",
+    "low_replication_factor": "durability",
+    "low_min_isr": "durability",
+    "min_isr_too_high": "durability",
+    "unclean_leader_election": "durability",
+    "quorum_no_leader": "quorum",
+    "quorum_voter_lagging": "quorum",
+    "broker_missing": "quorum",
+}
+
+
+def thresholds_for(checks: Checks) -> Thresholds:
+    """The Spark thresholds a policy's check settings mean."""
+    lag = checks.consumer_lag
+    flapping = checks.leader_flapping
+    windows = [
+        parse_duration(str(c.window)).total_seconds() / 60 for c in (flapping, lag, checks.rebalance_storm)
+    ]
+    return Thresholds().with_overrides(
+        {
+            "window_minutes": max(windows),
+            "leader_imbalance_ratio": checks.leader_imbalance.threshold_percent / 100,
+            "leader_skew_ratio": checks.leader_imbalance.skew_percent / 100,
+            "leader_flapping_changes": flapping.max_leader_changes,
+            "isr_churn_episodes": flapping.max_isr_changes,
+            "lag_warn_messages": lag.warning_lag,
+            "rebalance_storm_fraction": checks.rebalance_storm.min_percent / 100,
+            "disk_warn_percent": checks.disk_usage.warning_percent,
+            "disk_critical_percent": checks.disk_usage.critical_percent,
+            "disk_full_warn_hours": parse_duration(
+                str(checks.disk_usage.time_to_full_warning)
+            ).total_seconds()
+            / 3600,
+            "min_replication_factor": checks.durability.min_replication_factor,
+            "min_insync_replicas": checks.durability.min_insync_replicas,
+            "quorum_lag_records": checks.quorum.max_voter_lag,
+        }
+    )
+
+
+def enabled(finding: Finding, checks: Checks) -> bool:
+    """False when the policy turned off the check that made `finding` (unknown ids stay on)."""
+    toggle = CHECK_TOGGLES.get(finding.check)
+    if toggle is None:
+        return True
+    return bool(getattr(checks, toggle).enabled)

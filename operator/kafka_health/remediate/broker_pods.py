@@ -1,0 +1,75 @@
+"""Which pod runs which broker: the policy's `spec.cluster.brokerPods` applied to the pods found.
+
+Production clusters run brokers as a StatefulSet (broker id = ordinal + offset) or as pods
+with a broker-id label; both are read the same way here so the restart executor and the
+operator's fact checks agree on the mapping.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kafka_health.k8s.client import K8s, PodInfo
+from kafka_health.models.policy import BrokerIdSource, BrokerPods
+
+_ORDINAL = re.compile(r"-(\d+)$")
+
+
+class BrokerPodsError(RuntimeError):
+    """The broker pods cannot be found or mapped; `reason` is a CamelCase condition reason."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class BrokerPod:
+    broker_id: int
+    pod: PodInfo
+
+
+def selector_of(k8s: K8s, spec: BrokerPods, namespace: str) -> str:
+    """The label selector of the broker pods, as a string for the list call."""
+    if spec.pod_selector is not None:
+        labels = spec.pod_selector.match_labels
+    else:
+        assert spec.stateful_set is not None
+        found = k8s.statefulset_selector(namespace, spec.stateful_set)
+        if found is None:
+            raise BrokerPodsError(
+                "StatefulSetNotFound",
+                f"spec.cluster.brokerPods.statefulSet: no StatefulSet {namespace}/{spec.stateful_set}",
+            )
+        labels = found
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def broker_id_of(pod: PodInfo, spec: BrokerPods) -> int | None:
+    """The broker id a pod runs, or None when the pod does not say."""
+    mapping = spec.broker_id
+    if mapping.source is BrokerIdSource.LABEL:
+        assert mapping.label is not None
+        value = pod.labels.get(mapping.label)
+        return int(value) if value is not None and value.lstrip("-").isdigit() else None
+    match = _ORDINAL.search(pod.name)
+    return int(match.group(1)) + mapping.ordinal_offset if match else None
+
+
+def find_broker_pods(k8s: K8s, spec: BrokerPods, policy_namespace: str) -> dict[int, BrokerPod]:
+    """Broker id → pod. Raises BrokerPodsError when none is found (a fact the policy must report)."""
+    namespace = spec.namespace or policy_namespace
+    selector = selector_of(k8s, spec, namespace)
+    pods = k8s.list_pods(namespace, selector)
+    found: dict[int, BrokerPod] = {}
+    for pod in pods:
+        bid = broker_id_of(pod, spec)
+        if bid is not None:
+            found[bid] = BrokerPod(bid, pod)
+    if not found:
+        raise BrokerPodsError(
+            "BrokerPodsNotFound",
+            f"spec.cluster.brokerPods: no broker pods in namespace {namespace} match {selector}",
+        )
+    return found

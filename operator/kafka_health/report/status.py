@@ -1,0 +1,184 @@
+"""The status a cycle reports: conditions by Kubernetes conventions, health, top findings.
+
+Pure functions of the previous status, what the cycle saw, and the clock. `lastTransitionTime`
+moves only when a condition's status changes, so `kubectl get -w` and alerting on transitions
+see real changes, not every cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kafka_health.models.findings import Diagnosis, Finding, Severity
+from kafka_health.models.policy import (
+    Condition,
+    ConditionStatus,
+    ConditionType,
+    FindingSummary,
+    Health,
+    KafkaHealthPolicyStatus,
+    LastDiagnosis,
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a cycle could not do its job: a CamelCase reason and a message naming the fix."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CycleOutcome:
+    """What one cycle saw: a diagnosis (possibly of a partly readable cluster), or a problem
+    that stopped it before diagnosing, plus problems that block remediation only."""
+
+    diagnosis: Diagnosis | None = None
+    problem: Problem | None = None
+    remediation_blockers: tuple[Problem, ...] = ()
+
+
+def set_condition(
+    conditions: list[Condition],
+    type_: ConditionType,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    now: datetime,
+    generation: int | None,
+) -> list[Condition]:
+    """`conditions` with `type_` set; lastTransitionTime kept while the status is unchanged."""
+    previous = next((c for c in conditions if c.type == type_), None)
+    since = previous.last_transition_time if previous is not None and previous.status == status else now
+    updated = Condition(
+        type=type_,
+        status=status,
+        reason=reason,
+        message=message,
+        last_transition_time=since,
+        observed_generation=generation,
+    )
+    return [c for c in conditions if c.type != type_] + [updated]
+
+
+def health_of(diagnosis: Diagnosis | None) -> Health:
+    if diagnosis is None:
+        return Health.UNKNOWN
+    worst = diagnosis.worst
+    if worst is Severity.CRITICAL:
+        return Health.CRITICAL
+    if worst is Severity.WARNING:
+        return Health.WARNING
+    return Health.HEALTHY
+
+
+def summarize_finding(f: Finding) -> FindingSummary:
+    return FindingSummary(
+        check=f.check,
+        severity=f.severity.value,
+        subject=f.subject.key(),
+        message=f.message,
+        remediation=f.remediation,
+        evidence={k: str(v) for k, v in f.evidence.items()} or None,
+    )
+
+
+def _healthy_condition(diagnosis: Diagnosis) -> tuple[ConditionStatus, str, str]:
+    worst = diagnosis.worst
+    if worst is None or worst is Severity.INFO:
+        return ConditionStatus.TRUE, "NoProblemsFound", "The latest diagnosis found no warnings."
+    counts = _counts(diagnosis)
+    first = diagnosis.findings[0]
+    reason = "CriticalFindings" if worst is Severity.CRITICAL else "WarningFindings"
+    return (
+        ConditionStatus.FALSE,
+        reason,
+        f"{counts['critical']} critical, {counts['warning']} warning; worst: {first.message}",
+    )
+
+
+def _counts(diagnosis: Diagnosis) -> dict[str, int]:
+    out = {"critical": 0, "warning": 0, "info": 0}
+    for f in diagnosis.findings:
+        out[f.severity.value] += 1
+    return out
+
+
+def status_after_cycle(
+    previous: KafkaHealthPolicyStatus,
+    outcome: CycleOutcome,
+    *,
+    now: datetime,
+    generation: int | None,
+    top_n: int,
+) -> KafkaHealthPolicyStatus:
+    """The new status (diagnosis parts only; remediation fields are carried over untouched)."""
+    conditions = list(previous.conditions or [])
+    status = previous.model_copy(deep=True)
+    status.observed_generation = generation
+    diagnosis = outcome.diagnosis
+
+    def cond(t: ConditionType, s: ConditionStatus, reason: str, message: str) -> None:
+        nonlocal conditions
+        conditions = set_condition(conditions, t, s, reason, message, now, generation)
+
+    if outcome.problem is not None:
+        p = outcome.problem
+        cond(ConditionType.READY, ConditionStatus.FALSE, p.reason, p.message)
+        cond(ConditionType.DEGRADED, ConditionStatus.TRUE, p.reason, p.message)
+        cond(ConditionType.HEALTHY, ConditionStatus.UNKNOWN, p.reason, "The cluster could not be diagnosed.")
+        status.health = Health.UNKNOWN
+    elif diagnosis is not None:
+        cond(
+            ConditionType.READY,
+            ConditionStatus.TRUE,
+            "Diagnosed",
+            "The latest cycle read and diagnosed the cluster.",
+        )
+        if outcome.remediation_blockers:
+            b = outcome.remediation_blockers[0]
+            cond(
+                ConditionType.DEGRADED,
+                ConditionStatus.TRUE,
+                b.reason,
+                b.message + " No remediation will run.",
+            )
+        elif diagnosis.missing:
+            parts = ", ".join(diagnosis.missing[:5])
+            cond(
+                ConditionType.DEGRADED,
+                ConditionStatus.TRUE,
+                "ClusterPartlyUnreadable",
+                f"Could not read: {parts}. Remediation that needs these parts is withheld.",
+            )
+        else:
+            cond(ConditionType.DEGRADED, ConditionStatus.FALSE, "AsExpected", "The operator can do its job.")
+        h_status, h_reason, h_message = _healthy_condition(diagnosis)
+        cond(ConditionType.HEALTHY, h_status, h_reason, h_message)
+        status.health = health_of(diagnosis)
+        counts = _counts(diagnosis)
+        status.last_diagnosis = LastDiagnosis(
+            at=diagnosis.taken_at,
+            duration_seconds=diagnosis.duration_seconds,
+            total=len(diagnosis.findings),
+            critical=counts["critical"],
+            warning=counts["warning"],
+            info=counts["info"],
+            missing=diagnosis.missing[:100] or None,
+        )
+        status.top_findings = [summarize_finding(f) for f in diagnosis.findings[:top_n]]
+    if not any(c.type == ConditionType.REMEDIATING for c in conditions):
+        cond(ConditionType.REMEDIATING, ConditionStatus.FALSE, "Idle", "No remediation in flight.")
+    order = [ConditionType.READY, ConditionType.HEALTHY, ConditionType.DEGRADED, ConditionType.REMEDIATING]
+    status.conditions = sorted(conditions, key=lambda c: order.index(c.type))
+    return status
+
+
+def status_patch(status: KafkaHealthPolicyStatus) -> dict[str, Any]:
+    """The status as the API server stores it (camelCase, no nulls; Kopf's own field left alone)."""
+    body = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body.pop("kopf", None)
+    return body
