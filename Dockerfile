@@ -20,6 +20,7 @@ FROM ${PYTHON_IMAGE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends openjdk-17-jre-headless=17.* tini=0.19.* \
  && rm -rf /var/lib/apt/lists/* \
+ && ln -s "/usr/lib/jvm/java-17-openjdk-$(dpkg --print-architecture)" /usr/lib/jvm/java-17 \
  && groupadd --system --gid 10001 kafka-health \
  && useradd --system --uid 10001 --gid kafka-health --home-dir /nonexistent --shell /usr/sbin/nologin kafka-health
 COPY --from=build /opt/kafka-health /opt/kafka-health
@@ -28,7 +29,7 @@ COPY --from=build /opt/kafka-health /opt/kafka-health
 ENV PATH=/opt/kafka-health/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 \
+    JAVA_HOME=/usr/lib/jvm/java-17 \
     SPARK_LOCAL_DIRS=/tmp/spark \
     HOME=/tmp \
     KAFKA_HEALTH_HISTORY_DIR=/var/lib/kafka-health/history

@@ -12,6 +12,14 @@ echo "== fetch: etcd, kube-apiserver, kubectl (built from the Go module proxy on
 KAFKA_HEALTH_K8S_BIN=$(bash hack/k8s-binaries.sh)
 export KAFKA_HEALTH_K8S_BIN
 echo "$KAFKA_HEALTH_K8S_BIN"
+echo "== fetch: helm (built from the Go module proxy once, cached)"
+KAFKA_HEALTH_HELM=$(bash hack/helm.sh)
+export KAFKA_HEALTH_HELM
+echo "$KAFKA_HEALTH_HELM"
+echo "== lint: hadolint (Dockerfile)"
+bash hack/lint-image.sh
+echo "== lint: helm lint --strict"
+"$KAFKA_HEALTH_HELM" lint --strict charts/kafka-health-operator
 echo "== lint: ruff"
 ruff check .
 ruff format --check .
