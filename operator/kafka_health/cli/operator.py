@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 from typing import Annotated
 
@@ -31,6 +32,12 @@ def operator(
         str, typer.Option(help="Kopf peering name: replicas sharing it never both act.")
     ] = "kafka-health",
     standalone: Annotated[bool, typer.Option(help="No peering (a single replica, or tests).")] = False,
+    priority: Annotated[
+        int | None,
+        typer.Option(
+            help="Peering priority; the highest live replica acts, the others stand by (default: random)."
+        ),
+    ] = None,
     log_format: Annotated[str, typer.Option(help="text or json (structured).")] = "text",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
     kubeconfig: Annotated[
@@ -53,6 +60,7 @@ def operator(
         work_dir=Path(os.environ.get("KAFKA_HEALTH_WORK_DIR", str(default_work_dir()))),
         spark_master=spark_master,
         spark_remote=spark_remote,
+        clusterwide=all_namespaces,
     )
     run(
         namespaces=list(namespace or []),
@@ -62,6 +70,7 @@ def operator(
         health_port=health_port,
         peering=peering,
         standalone=standalone,
+        priority=priority if priority is not None else secrets.randbelow(1_000_000) + 1,
         log_format=log_format,
         verbose=verbose,
         kubeconfig=kubeconfig if kubeconfig and Path(kubeconfig).exists() else None,

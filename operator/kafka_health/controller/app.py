@@ -24,6 +24,7 @@ def run(
     health_port: int,
     peering: str,
     standalone: bool,
+    priority: int = 0,
     log_format: str,
     verbose: bool,
     kubeconfig: str | None = None,
@@ -70,6 +71,9 @@ def run(
                 namespaces=namespaces,
                 standalone=standalone,
                 peering_name=None if standalone else peering,
+                # Replicas draw distinct priorities, so one acts and the rest stand by (Kopf
+                # freezes all replicas that share the top priority: safe, but nobody serves).
+                priority=priority,
                 ready_flag=ready,
                 stop_flag=stop_flag,
             )

@@ -46,6 +46,7 @@ class PolicyWorker:
     last_maintenance: datetime | None = None
     secrets: list[str] = field(default_factory=list)
     last_snapshot: ClusterSnapshot | None = None
+    busy: bool = False  # a cycle abandoned mid-way still runs in its thread
 
     @property
     def cluster_name(self) -> str:

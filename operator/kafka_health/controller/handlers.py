@@ -38,6 +38,10 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = 16
     settings.watching.server_timeout = 300
+    # Watching named namespaces needs no cluster-wide namespace/CRD scans (and so no
+    # cluster-wide RBAC): Kopf finds the resource through API discovery instead.
+    if not rt_mod.current().settings.clusterwide:
+        settings.scanning.disabled = True
 
 
 def _interval_seconds(spec: dict[str, Any]) -> float:
@@ -61,17 +65,26 @@ async def policy_daemon(
             elapsed = time.monotonic() - started
             await stopped.wait(max(1.0, _interval_seconds(dict(body.spec)) - elapsed))
     finally:
-        await asyncio.to_thread(worker.close)
         metrics.forget_policy(namespace, name)
+        if not worker.busy:
+            await asyncio.to_thread(worker.close)  # else the abandoned cycle closes it when done
 
 
 async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.DaemonStopped) -> None:
     """collect → diagnose in a thread, then report: status, Events, metrics."""
     ns, name = worker.namespace, worker.name
     started = time.monotonic()
-    outcome = await asyncio.to_thread(worker.run, dict(body.spec))
-    if stopped:  # deleted (or shutting down) while the cycle ran: report nothing
+    cycle = asyncio.ensure_future(asyncio.to_thread(worker.run, dict(body.spec)))
+    stopping = asyncio.ensure_future(stopped.wait())
+    await asyncio.wait({cycle, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if stopped or not cycle.done():
+        # Deleted (or shutting down) mid-cycle: don't hold the deletion up for a slow cycle.
+        # The thread finishes on its own; its result is dropped and its connection closed.
+        worker.busy = True
+        cycle.add_done_callback(lambda _: worker.close())
         return
+    outcome = cycle.result()
     duration = time.monotonic() - started
     previous = parse_status(dict(body.status))
     top_n = int(body.spec.get("diagnostics", {}).get("topFindings", 10))

@@ -25,6 +25,7 @@ class OperatorSettings:
     spark_master: str | None = None
     spark_remote: str | None = None
     spark_driver_memory: str = "1g"
+    clusterwide: bool = False
 
 
 @dataclass

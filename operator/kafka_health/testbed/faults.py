@@ -53,6 +53,36 @@ def heal(testbed: Testbed, *, timeout: float = 120.0) -> None:
         timeout=timeout,
         what="every partition fully replicated again",
     )
+    restore_preferred_leaders(state.bootstrap_servers, timeout=timeout)
+
+
+def not_led_by_preferred(bootstrap: str) -> set[tuple[str, int]]:
+    md = admin(bootstrap).list_topics(timeout=10)
+    return {
+        (name, p.id)
+        for name, t in md.topics.items()
+        for p in t.partitions.values()
+        if p.replicas and p.leader != p.replicas[0]
+    }
+
+
+def restore_preferred_leaders(bootstrap: str, *, timeout: float = 60.0) -> None:
+    """Elect preferred leaders everywhere (a bounced broker leaves leadership elsewhere; the testbed
+    runs without Kafka's auto rebalance), so the next test starts from a balanced cluster."""
+    from confluent_kafka import ElectionType, TopicPartition
+
+    def balanced() -> bool:
+        pending = not_led_by_preferred(bootstrap)
+        if not pending:
+            return True
+        client = admin(bootstrap)
+        # confluent-kafka 2.16.1 rejects request_timeout here: bound the future instead.
+        future = client.elect_leaders(ElectionType.PREFERRED, [TopicPartition(t, p) for t, p in pending])
+        with contextlib.suppress(Exception):  # per-partition errors: retried by the next poll
+            future.result(timeout=15)
+        return False
+
+    wait_for(balanced, timeout=timeout, interval=1.0, what="preferred leaders restored")
 
 
 @contextmanager

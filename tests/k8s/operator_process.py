@@ -1,0 +1,143 @@
+"""Run the real operator (`kafka-health operator`) as a subprocess against the test control plane."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from kafka_health._kits.waiting import wait_for
+from kafka_health.testbed.controlplane import ControlPlane, find_binaries
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class OperatorProcess:
+    """One `kafka-health operator` process with its own ports, history dir and log file."""
+
+    def __init__(self, cp: ControlPlane, workdir: Path, namespaces: list[str], *extra: str) -> None:
+        self.cp = cp
+        self.workdir = workdir
+        self.namespaces = namespaces
+        self.extra = list(extra)
+        self.metrics_port = free_port()
+        self.health_port = free_port()
+        self.log_path = workdir / f"operator-{self.metrics_port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, *, wait_ready: bool = True, timeout: float = 180.0) -> OperatorProcess:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        args = [sys.executable, "-m", "kafka_health.cli.main", "operator"]
+        for ns in self.namespaces:
+            args += ["--namespace", ns]
+        args += [
+            "--metrics-port", str(self.metrics_port),
+            "--health-port", str(self.health_port),
+            "--history-dir", str(self.workdir / "history"),
+            *self.extra,
+        ]  # fmt: skip
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.cp.kubeconfig),
+            "KAFKA_HEALTH_WORK_DIR": str(self.workdir / "work"),
+        }
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+        if wait_ready:
+            wait_for(self.ready, timeout=timeout, interval=1.0, what="the operator's /readyz")
+        return self
+
+    def ready(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"operator exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            return r.read().decode()
+
+    def cycles(self, namespace: str, name: str) -> float:
+        """How many cycles this process ran for one policy (from its own metrics)."""
+        total = 0.0
+        for line in self.metrics().splitlines():
+            if line.startswith("kafka_health_cycle_duration_seconds_count{") and (
+                f'namespace="{namespace}"' in line and f'policy="{name}"' in line
+            ):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, *, kill: bool = False) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        if kill:
+            self.proc.kill()
+        else:
+            self.proc.terminate()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def kubectl(
+    cp: ControlPlane, *args: str, input: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run(
+        [str(find_binaries() / "kubectl"), "--kubeconfig", str(cp.kubeconfig), *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if check and out.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {out.stderr}")
+    return out
+
+
+def apply(cp: ControlPlane, obj: dict[str, Any], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return kubectl(
+        cp, "apply", "--server-side", "--field-manager=e2e", "-f", "-", input=json.dumps(obj), check=check
+    )
+
+
+def get(cp: ControlPlane, kind: str, namespace: str, name: str) -> dict[str, Any]:
+    return dict(json.loads(kubectl(cp, "get", kind, "-n", namespace, name, "-o", "json").stdout))
+
+
+def wait_status(
+    cp: ControlPlane, namespace: str, name: str, predicate: Any, *, timeout: float, what: str
+) -> dict[str, Any]:
+    """Poll the policy until `predicate(status)` holds; return the status."""
+    started = time.monotonic()
+
+    def check() -> dict[str, Any] | None:
+        status = get(cp, "khp", namespace, name).get("status") or {}
+        return status if predicate(status) else None
+
+    status: dict[str, Any] = wait_for(check, timeout=timeout, interval=1.0, what=what)
+    status["_waited_s"] = round(time.monotonic() - started, 1)
+    return status
+
+
+def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions", []) if c["type"] == type_), {})

@@ -1,0 +1,355 @@
+"""The operator end to end: real kube-apiserver, real Kafka, the real `kafka-health operator` process.
+
+One operator process serves the module's namespace; each test makes its own policies in it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import NewTopic
+
+from kafka_health._kits.waiting import wait_for
+from kafka_health.testbed import faults
+from kafka_health.testbed.cluster import Testbed
+from kafka_health.testbed.controlplane import ControlPlane
+from tests.k8s.operator_process import OperatorProcess, apply, condition, get, kubectl, wait_status
+from tests.unit.resources.bad_specs import BAD_SPECS
+
+pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
+
+INTERVAL_S = 10
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def crds(k8s_control_plane: ControlPlane) -> None:
+    for path in sorted((REPO / "crds").glob("*.yaml")):
+        kubectl(k8s_control_plane, "apply", "--server-side", "-f", str(path))
+    kubectl(
+        k8s_control_plane, "wait", "--for=condition=Established", "crd/kafkahealthpolicies.kafkahealth.io"
+    )
+
+
+@pytest.fixture(scope="module")
+def e2e_ns(k8s_control_plane: ControlPlane, crds: None) -> str:
+    name = f"e2e-{uuid.uuid4().hex[:6]}"
+    kubectl(k8s_control_plane, "create", "namespace", name)
+    return name
+
+
+@pytest.fixture(scope="module")
+def operator(
+    k8s_control_plane: ControlPlane, e2e_ns: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    op = OperatorProcess(k8s_control_plane, tmp_path_factory.mktemp("operator"), [e2e_ns], "--standalone")
+    op.start()
+    yield op
+    op.stop()
+
+
+def policy(ns: str, name: str, bootstrap: str | list[str], **spec: Any) -> dict[str, Any]:
+    servers = bootstrap.split(",") if isinstance(bootstrap, str) else bootstrap
+    body: dict[str, Any] = {
+        "cluster": {"bootstrapServers": servers},
+        "diagnostics": {"interval": f"{INTERVAL_S}s"},
+    }
+    for key, value in spec.items():
+        body[key] = {**body.get(key, {}), **value}
+    return {
+        "apiVersion": "kafkahealth.io/v1alpha1",
+        "kind": "KafkaHealthPolicy",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": body,
+    }
+
+
+def events_of(cp: ControlPlane, ns: str, name: str) -> list[dict[str, Any]]:
+    out = kubectl(cp, "get", "events", "-n", ns, "-o", "json")
+    return [e for e in json.loads(out.stdout)["items"] if e.get("involvedObject", {}).get("name") == name]
+
+
+def test_policy_becomes_healthy_within_two_intervals_and_shows_columns(
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str
+) -> None:
+    cp = k8s_control_plane
+    apply(cp, policy(e2e_ns, "healthy", bootstrap))
+    started = time.monotonic()
+    status = wait_status(
+        cp, e2e_ns, "healthy", lambda s: s.get("health") == "Healthy", timeout=6 * INTERVAL_S, what="Healthy"
+    )
+    elapsed = time.monotonic() - started
+    print(f"policy Healthy {elapsed:.1f}s after apply (interval {INTERVAL_S}s)")
+    assert elapsed <= 2 * INTERVAL_S + 15, f"Healthy only after {elapsed:.1f}s"
+    assert condition(status, "Ready")["status"] == "True"
+    assert condition(status, "Healthy")["status"] == "True"
+    assert condition(status, "Degraded")["status"] == "False"
+    assert status["observedGeneration"] == get(cp, "khp", e2e_ns, "healthy")["metadata"]["generation"]
+
+    table = kubectl(cp, "get", "khp", "-n", e2e_ns, "healthy").stdout.splitlines()
+    assert table[0].split() == ["NAME", "HEALTH", "FINDINGS", "REMEDIATION", "MODE", "AGE"]
+    assert table[1].split()[:4] == ["healthy", "Healthy", "0", "Observe"] or table[1].split()[:3] == [
+        "healthy",
+        "Healthy",
+        "0",
+    ]
+
+    # lastTransitionTime is kept while the condition does not change.
+    ready_since = condition(status, "Ready")["lastTransitionTime"]
+    at = status["lastDiagnosis"]["at"]
+    later = wait_status(
+        cp,
+        e2e_ns,
+        "healthy",
+        lambda s: s["lastDiagnosis"]["at"] != at,
+        timeout=4 * INTERVAL_S,
+        what="next cycle",
+    )
+    assert condition(later, "Ready")["lastTransitionTime"] == ready_since
+
+
+def test_stopped_broker_is_reported_with_an_event_then_clears(
+    k8s_control_plane: ControlPlane,
+    operator: OperatorProcess,
+    e2e_ns: str,
+    kafka: Testbed,
+    bootstrap: str,
+    unique_name: str,
+) -> None:
+    cp = k8s_control_plane
+    admin = faults.admin(bootstrap)
+    admin.create_topics([NewTopic(unique_name, 3, 3)])[unique_name].result(timeout=30)
+    apply(cp, policy(e2e_ns, "broker-down", bootstrap))
+    wait_status(cp, e2e_ns, "broker-down", lambda s: s.get("health") == "Healthy", timeout=90, what="Healthy")
+
+    kafka.stop(1)
+    status = wait_status(
+        cp,
+        e2e_ns,
+        "broker-down",
+        lambda s: any(f["check"] == "under_replicated" for f in s.get("topFindings", [])),
+        timeout=4 * INTERVAL_S + 30,
+        what="the under_replicated finding",
+    )
+    assert status["health"] in ("Warning", "Critical")
+    assert condition(status, "Healthy")["status"] == "False"
+    urp = [f for f in status["topFindings"] if f["check"] == "under_replicated"]
+    assert any(unique_name in f["subject"] for f in urp)
+    wait_for(
+        lambda: any(
+            e["reason"] == "FindingAppeared" and "under_replicated" in e["message"]
+            for e in events_of(cp, e2e_ns, "broker-down")
+        ),
+        timeout=30,
+        what="a FindingAppeared Event for under_replicated",
+    )
+
+    kafka.start(1)
+    faults.heal(kafka)
+    wait_status(
+        cp, e2e_ns, "broker-down", lambda s: s.get("health") == "Healthy", timeout=120, what="Healthy again"
+    )
+    wait_for(
+        lambda: any(e["reason"] == "FindingCleared" for e in events_of(cp, e2e_ns, "broker-down")),
+        timeout=30,
+        what="a FindingCleared Event",
+    )
+    # One Event per check and direction, not one per cycle.
+    appeared = [
+        e
+        for e in events_of(cp, e2e_ns, "broker-down")
+        if e["reason"] == "FindingAppeared" and "under_replicated" in e["message"]
+    ]
+    assert sum(e.get("count", 1) for e in appeared) == 1
+
+
+def test_unreachable_cluster_is_degraded_while_other_policies_are_served(
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str
+) -> None:
+    cp = k8s_control_plane
+    apply(cp, policy(e2e_ns, "served", bootstrap))
+    apply(cp, policy(e2e_ns, "unreachable", "127.0.0.1:1"))
+    status = wait_status(
+        cp,
+        e2e_ns,
+        "unreachable",
+        lambda s: condition(s, "Degraded").get("status") == "True",
+        timeout=90,
+        what="Degraded",
+    )
+    assert condition(status, "Degraded")["reason"] == "KafkaUnreachable"
+    assert condition(status, "Ready")["status"] == "False"
+    assert status["health"] == "Unknown"
+    first = wait_status(
+        cp, e2e_ns, "served", lambda s: "lastDiagnosis" in s, timeout=90, what="served diagnosed"
+    )
+    wait_status(
+        cp,
+        e2e_ns,
+        "served",
+        lambda s: s["lastDiagnosis"]["at"] != first["lastDiagnosis"]["at"],
+        timeout=4 * INTERVAL_S,
+        what="served keeps being diagnosed",
+    )
+    assert any(e["reason"] == "KafkaUnreachable" for e in events_of(cp, e2e_ns, "unreachable"))
+
+
+def test_secrets_never_leak_and_a_missing_secret_is_a_condition(
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str
+) -> None:
+    cp = k8s_control_plane
+    planted = f"PLANTED-{uuid.uuid4().hex}"
+    apply(
+        cp,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "kafka-user", "namespace": e2e_ns},
+            "data": {
+                "username": base64.b64encode(b"alice").decode(),
+                "password": base64.b64encode(planted.encode()).decode(),
+            },
+        },
+    )
+    sasl = {
+        "protocol": "SASL_PLAINTEXT",
+        "sasl": {
+            "mechanism": "PLAIN",
+            "username": {"name": "kafka-user", "key": "username"},
+            "password": {"name": "kafka-user", "key": "password"},
+        },
+    }
+    # The testbed speaks PLAINTEXT: the SASL handshake fails, so the error paths run with the secret loaded.
+    body = policy(e2e_ns, "with-secret", bootstrap)
+    body["spec"]["cluster"]["security"] = sasl
+    apply(cp, body)
+    missing = policy(e2e_ns, "missing-secret", bootstrap)
+    missing["spec"]["cluster"]["security"] = {
+        **sasl,
+        "sasl": {**sasl["sasl"], "password": {"name": "nope", "key": "p"}},
+    }
+    apply(cp, missing)
+
+    status = wait_status(
+        cp,
+        e2e_ns,
+        "missing-secret",
+        lambda s: condition(s, "Ready").get("status") == "False",
+        timeout=90,
+        what="missing Secret reported",
+    )
+    assert condition(status, "Ready")["reason"] == "SecretNotFound"
+    assert "nope" in condition(status, "Ready")["message"]
+    wait_status(
+        cp,
+        e2e_ns,
+        "with-secret",
+        lambda s: condition(s, "Degraded").get("status") == "True",
+        timeout=90,
+        what="SASL failure reported",
+    )
+    time.sleep(INTERVAL_S)  # let a second failing cycle log and post too
+    everything = "\n".join(
+        [
+            operator.log(),
+            json.dumps(get(cp, "khp", e2e_ns, "with-secret")),
+            kubectl(cp, "get", "events", "-n", e2e_ns, "-o", "json").stdout,
+        ]
+    )
+    assert planted not in everything
+
+
+def test_missing_broker_pods_are_reported_and_block_remediation(
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str
+) -> None:
+    cp = k8s_control_plane
+    body = policy(e2e_ns, "no-pods", bootstrap)
+    body["spec"]["cluster"]["brokerPods"] = {"podSelector": {"matchLabels": {"app": "no-such-kafka"}}}
+    apply(cp, body)
+    status = wait_status(
+        cp,
+        e2e_ns,
+        "no-pods",
+        lambda s: condition(s, "Degraded").get("status") == "True",
+        timeout=90,
+        what="BrokerPodsNotFound",
+    )
+    assert condition(status, "Degraded")["reason"] == "BrokerPodsNotFound"
+    assert "no-such-kafka" in condition(status, "Degraded")["message"]
+    assert condition(status, "Ready")["status"] == "True"  # diagnosis still runs
+
+
+@pytest.mark.parametrize("bad", BAD_SPECS, ids=[b.description for b in BAD_SPECS])
+def test_invalid_specs_are_rejected_by_the_api_server_naming_the_field(
+    k8s_control_plane: ControlPlane, e2e_ns: str, bad: Any
+) -> None:
+    body = {
+        "apiVersion": "kafkahealth.io/v1alpha1",
+        "kind": "KafkaHealthPolicy",
+        "metadata": {"name": "bad", "namespace": e2e_ns},
+        "spec": bad.spec,
+    }
+    out = kubectl(k8s_control_plane, "create", "-f", "-", input=json.dumps(body), check=False)
+    if out.returncode == 0:
+        kubectl(k8s_control_plane, "delete", "khp", "-n", e2e_ns, "bad")
+    assert out.returncode != 0, f"accepted: {bad.description}"
+    assert bad.field in out.stderr, out.stderr
+
+
+def test_deleting_a_policy_stops_its_work(
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str
+) -> None:
+    cp = k8s_control_plane
+    apply(cp, policy(e2e_ns, "short-lived", bootstrap))
+    wait_status(cp, e2e_ns, "short-lived", lambda s: "lastDiagnosis" in s, timeout=90, what="diagnosed")
+    kubectl(cp, "delete", "khp", "-n", e2e_ns, "short-lived", "--wait=true", "--timeout=90s")
+    wait_for(lambda: 'policy="short-lived"' not in operator.metrics(), timeout=30, what="its metrics removed")
+    cycles_after = operator.cycles(e2e_ns, "short-lived")
+    time.sleep(INTERVAL_S + 2)
+    assert operator.cycles(e2e_ns, "short-lived") == cycles_after == 0
+
+
+def test_two_replicas_never_both_act(
+    k8s_control_plane: ControlPlane, crds: None, bootstrap: str, tmp_path: Path
+) -> None:
+    cp = k8s_control_plane
+    ns = f"peer-{uuid.uuid4().hex[:6]}"
+    kubectl(cp, "create", "namespace", ns)
+    apply(
+        cp,
+        {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfPeering",
+            "metadata": {"name": "kafka-health", "namespace": ns},
+        },
+    )
+    apply(cp, policy(ns, "shared", bootstrap))
+    high = OperatorProcess(
+        cp, tmp_path / "high", [ns], "--peering", "kafka-health", "--priority", "20"
+    ).start()
+    low: OperatorProcess | None = None
+    try:
+        wait_for(lambda: high.cycles(ns, "shared") >= 1, timeout=120, what="the high-priority replica acting")
+        low = OperatorProcess(
+            cp, tmp_path / "low", [ns], "--peering", "kafka-health", "--priority", "10"
+        ).start()
+        acted = high.cycles(ns, "shared")
+        time.sleep(3 * INTERVAL_S)
+        assert high.cycles(ns, "shared") > acted, "the active replica stopped acting"
+        assert low.cycles(ns, "shared") == 0, (
+            "the standby replica acted while a higher-priority peer was alive"
+        )
+        # The standby takes over when the active replica goes away.
+        high.stop()
+        wait_for(lambda: low.cycles(ns, "shared") >= 1, timeout=180, what="the standby taking over")
+    finally:
+        high.stop()
+        if low is not None:
+            low.stop()
