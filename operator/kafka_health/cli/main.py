@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from kafka_health.cli.crd import crd
+from kafka_health.cli.diagnose import diagnose
 from kafka_health.cli.operator import operator
 from kafka_health.testbed.cli import app as testbed_app
 
@@ -16,6 +17,7 @@ app = typer.Typer(
 )
 app.add_typer(testbed_app, name="testbed")
 app.command()(crd)
+app.command("diagnose")(diagnose)
 app.command("operator")(operator)
 
 

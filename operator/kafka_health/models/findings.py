@@ -62,6 +62,48 @@ class Finding(BaseModel):
         return f"{self.check}:{self.subject.key()}"
 
 
+class BrokerSummary(BaseModel):
+    """Load and disk of one broker as the diagnosis saw it (for reports and status)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    broker: int
+    alive: bool | None = None
+    partitions: int = Field(0, description="Replicas hosted.")
+    leaders: int = 0
+    preferred_leaders: int = Field(0, description="Partitions whose first replica is this broker.")
+    used_bytes: int | None = Field(None, description="Bytes of Kafka's logs on the broker's log dirs.")
+    total_bytes: int | None = Field(None, description="Size of the log-dir volumes, when reported.")
+    usable_bytes: int | None = Field(None, description="Free bytes on the log-dir volumes, when reported.")
+
+
+class SeriesPoint(BaseModel):
+    """One point of a time series in a diagnosis summary (key: a group id or a broker id)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ts: datetime
+    key: str
+    value: float
+
+
+class DiagnosisSummary(BaseModel):
+    """The numbers behind a report's plots; small by construction (per broker, top groups)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topics: int = 0
+    partitions: int = 0
+    groups: int = 0
+    brokers: list[BrokerSummary] = Field(default_factory=list)
+    lag: list[SeriesPoint] = Field(
+        default_factory=list, description="Total lag per group over the window (the groups with most lag)."
+    )
+    disk_used_bytes: list[SeriesPoint] = Field(
+        default_factory=list, description="Used bytes per broker over the disk-growth window."
+    )
+
+
 class Diagnosis(BaseModel):
     """All findings of one diagnosis cycle."""
 
@@ -74,6 +116,9 @@ class Diagnosis(BaseModel):
         default_factory=list, description="Parts of the snapshot that could not be read."
     )
     duration_seconds: float | None = None
+    summary: DiagnosisSummary | None = Field(
+        None, description="Per-broker load and time series behind the findings (reports, plots)."
+    )
 
     @property
     def worst(self) -> Severity | None:

@@ -12,6 +12,7 @@ import typer
 
 from kafka_health.testbed import distribution
 from kafka_health.testbed.cluster import DEFAULT_BASE_PORT, Testbed, TestbedError
+from kafka_health.testbed.controlplane import ControlPlane, ControlPlaneError
 
 app = typer.Typer(help="A local real Apache Kafka KRaft cluster (and Kubernetes control plane) on 127.0.0.1.")
 
@@ -51,24 +52,68 @@ def up(
     auto_leader_rebalance: Annotated[
         bool, typer.Option(help="Enable Kafka's own auto leader rebalance (off: the operator heals).")
     ] = False,
+    k8s: Annotated[
+        bool,
+        typer.Option(
+            "--k8s",
+            help="Also start a Kubernetes control plane (etcd + kube-apiserver) and the broker-pod stand-in.",
+        ),
+    ] = False,
     state_dir: StateDir = None,
 ) -> None:
-    """Start the cluster (idempotent), wait until every broker serves, print the bootstrap servers."""
+    """Start the cluster (idempotent), wait until every broker serves, print the bootstrap servers.
+
+    With --k8s, a second line gives the kubeconfig path.
+    """
+    from kafka_health.testbed.podstandin import StandIn, StandInError
+
+    tb = _testbed(state_dir)
     try:
-        state = _testbed(state_dir).up(brokers, base_port, auto_leader_rebalance=auto_leader_rebalance)
-    except (TestbedError, distribution.FetchError) as exc:
+        state = tb.up(brokers, base_port, auto_leader_rebalance=auto_leader_rebalance)
+        if k8s:
+            cp = ControlPlane(tb.state_dir)
+            cp.start()
+            StandIn(tb.state_dir, cp.kubeconfig).start()
+    except (TestbedError, distribution.FetchError, ControlPlaneError, StandInError) as exc:
         _fail(exc)
     typer.echo(state.bootstrap_servers)
+    if k8s:
+        typer.echo(str(cp.kubeconfig))
+
+
+@app.command(hidden=True)
+def standin(
+    state_dir: StateDir = None,
+    kubeconfig: Annotated[
+        Path | None, typer.Option(help="Kubeconfig of the control plane (default: <state dir>/kubeconfig).")
+    ] = None,
+    probe_period: Annotated[float, typer.Option(help="Seconds between pod status probes.")] = 2.0,
+    start_timeout: Annotated[float, typer.Option(help="Seconds a restarted broker has to serve.")] = 120.0,
+) -> None:
+    """Run the broker-pod stand-in in the foreground (`up --k8s` starts it detached)."""
+    from kafka_health.testbed.podstandin import run_forever
+
+    tb = _testbed(state_dir)
+    run_forever(
+        tb.state_dir,
+        kubeconfig or ControlPlane(tb.state_dir).kubeconfig,
+        probe_period=probe_period,
+        start_timeout=start_timeout,
+    )
 
 
 @app.command()
 def env(state_dir: StateDir = None) -> None:
     """Print shell exports for the running testbed: `eval "$(kafka-health testbed env)"`."""
+    tb = _testbed(state_dir)
     try:
-        state = _testbed(state_dir).require()
+        state = tb.require()
     except TestbedError as exc:
         _fail(exc)
     typer.echo(f"export KAFKA_BOOTSTRAP_SERVERS={state.bootstrap_servers}")
+    cp = ControlPlane(tb.state_dir)
+    if cp.running():
+        typer.echo(f"export KUBECONFIG={cp.kubeconfig}")
 
 
 @app.command()
@@ -76,9 +121,15 @@ def status(
     state_dir: StateDir = None,
     output: Annotated[str, typer.Option("--output", "-o", help="table or json")] = "table",
 ) -> None:
-    """Per broker: pid, up/paused/down, ports."""
+    """Per broker: pid, up/paused/down, ports; then the control plane and pod stand-in, when started.
+
+    `-o json` stays the list of brokers (scripts rely on its shape).
+    """
+    from kafka_health.testbed.podstandin import StandIn
+
+    tb = _testbed(state_dir)
     try:
-        rows = _testbed(state_dir).status()
+        rows = tb.status()
     except TestbedError as exc:
         _fail(exc)
     if output == "json":
@@ -90,6 +141,23 @@ def status(
         typer.echo(
             f"{r['id']!s:<7}{r['state']!s:<8}{pid!s:<9}{r['port']!s:<7}{r['controller_port']!s:<11}{r['serving']}"
         )
+    components = ControlPlane(tb.state_dir).status()
+    if not components:
+        return
+    standin_ = StandIn(tb.state_dir)
+    components.append(
+        {
+            "name": "pod-standin",
+            "pid": standin_.pid,
+            "state": "up" if standin_.pid else "down",
+            "endpoint": str(standin_.log_path),
+            "healthy": standin_.pid is not None,
+        }
+    )
+    typer.echo(f"\n{'COMPONENT':<16}{'STATE':<8}{'PID':<9}{'HEALTHY':<9}ENDPOINT")
+    for c in components:
+        pid = c["pid"] if c["pid"] is not None else "-"
+        typer.echo(f"{c['name']!s:<16}{c['state']!s:<8}{pid!s:<9}{c['healthy']!s:<9}{c['endpoint']}")
 
 
 @app.command()
@@ -134,6 +202,11 @@ def down(
     purge: Annotated[bool, typer.Option(help="Also delete data and logs.")] = False,
     state_dir: StateDir = None,
 ) -> None:
-    """Stop everything the testbed started; no process is left behind."""
-    _testbed(state_dir).down(purge=purge)
+    """Stop everything the testbed started (pod stand-in, brokers, control plane); no process is left behind."""
+    from kafka_health.testbed.podstandin import StandIn
+
+    tb = _testbed(state_dir)
+    StandIn(tb.state_dir).stop()  # first, so it does not react to the brokers going away
+    ControlPlane(tb.state_dir).stop()
+    tb.down(purge=purge)
     typer.echo("testbed down")

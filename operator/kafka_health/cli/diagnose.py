@@ -1,0 +1,160 @@
+"""`kafka-health diagnose`: one diagnosis of a cluster, no Kubernetes needed.
+
+collect (Kafka admin) → optionally append to a history → Spark checks → table, JSON or HTML.
+Exit code: 0 healthy, 1 warnings, 2 critical; 3 when the command itself could not run
+(bad option value, unreadable snapshot file, Spark failure).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kafka_health.models.findings import Diagnosis
+from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health_spark.thresholds import ThresholdError, Thresholds, parse_overrides
+
+FAILED = 3
+
+
+class Output(StrEnum):
+    table = "table"
+    json = "json"
+    html = "html"
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(FAILED)
+
+
+def collect(bootstrap_servers: str, cluster: str) -> ClusterSnapshot:
+    """Read the cluster once (every admin call bounded; an unreachable cluster is a finding)."""
+    from kafka_health.collect.kafka_admin import KafkaAdmin
+    from kafka_health.collect.snapshot import collect_snapshot
+
+    with KafkaAdmin({"bootstrap.servers": bootstrap_servers}) as admin:
+        return collect_snapshot(admin, cluster, lambda: datetime.now(UTC))
+
+
+def render(diagnosis: Diagnosis, output: Output) -> str:
+    if output is Output.json:
+        return diagnosis.model_dump_json(indent=2) + "\n"
+    if output is Output.html:
+        from kafka_health.report import html
+
+        return html.render(diagnosis)
+    from kafka_health.report import table
+
+    return table.render(diagnosis)
+
+
+def diagnose(
+    bootstrap_servers: Annotated[
+        str | None,
+        typer.Option(
+            "--bootstrap-servers",
+            "-b",
+            envvar="KAFKA_BOOTSTRAP_SERVERS",
+            help="HOST:PORT[,HOST:PORT...] of the cluster to read.",
+        ),
+    ] = None,
+    snapshot_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--snapshot",
+            help="Diagnose a saved ClusterSnapshot (JSON) instead of reading a cluster, "
+            "e.g. <history>/latest/cluster=<name>/snapshot.json.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    save_snapshot: Annotated[
+        Path | None, typer.Option("--save-snapshot", help="Also write the snapshot read (JSON) here.")
+    ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            help="Name of the cluster in the history and the report (default: the bootstrap servers)."
+        ),
+    ] = None,
+    output: Annotated[Output, typer.Option("--output", "-o", help="table, json or html.")] = Output.table,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the report to FILE instead of stdout.")
+    ] = None,
+    history: Annotated[
+        Path | None,
+        typer.Option(
+            "--history",
+            help="History directory: windowed checks (flapping, lag status, rebalances, disk growth) "
+            "read it, and the new snapshot is appended to it.",
+        ),
+    ] = None,
+    record: Annotated[
+        bool, typer.Option(help="Append the snapshot to --history (--no-record: only read it).")
+    ] = True,
+    spark_master: Annotated[
+        str | None, typer.Option("--spark-master", help="Spark master URL (default: embedded local[*]).")
+    ] = None,
+    spark_remote: Annotated[
+        str | None, typer.Option("--spark-remote", help="Spark Connect URL, sc://host:port.")
+    ] = None,
+    spark_driver_memory: Annotated[
+        str, typer.Option(help="Memory of the embedded Spark driver (when this command starts it).")
+    ] = "1g",
+    threshold: Annotated[
+        list[str] | None,
+        typer.Option("--threshold", "-t", help="Override a threshold: NAME=VALUE (repeatable)."),
+    ] = None,
+) -> None:
+    """Read a Kafka cluster, run the Spark checks, print the findings. Exit: 0 healthy, 1 warnings, 2 critical."""
+    if (bootstrap_servers is None) == (snapshot_file is None):
+        raise _fail("give exactly one of --bootstrap-servers or --snapshot")
+    if spark_master and spark_remote:
+        raise _fail("give at most one of --spark-master and --spark-remote")
+    try:
+        thresholds = Thresholds().with_overrides(parse_overrides(threshold or []))
+    except ThresholdError as exc:
+        raise _fail(str(exc)) from exc
+
+    if snapshot_file is not None:
+        try:
+            snapshot = ClusterSnapshot.model_validate_json(snapshot_file.read_text())
+        except ValueError as exc:
+            raise _fail(f"{snapshot_file} is not a ClusterSnapshot: {exc}") from exc
+        if cluster:
+            snapshot = snapshot.model_copy(update={"cluster": cluster})
+    else:
+        assert bootstrap_servers is not None
+        snapshot = collect(bootstrap_servers, cluster or bootstrap_servers)
+    if save_snapshot is not None:
+        save_snapshot.write_text(snapshot.model_dump_json(indent=2))
+    if history is not None and record and snapshot.reachable:
+        from kafka_health.history.store import HistoryStore
+
+        result = HistoryStore(history).append(snapshot)
+        if result.skipped:
+            typer.secho(f"history: not appended ({result.skipped})", err=True)
+
+    from kafka_health.diagnose import run_diagnosis
+    from kafka_health_spark.session import get_session
+
+    try:
+        spark = get_session(master=spark_master, remote=spark_remote, driver_memory=spark_driver_memory)
+        diagnosis = run_diagnosis(snapshot, history, thresholds, spark)
+    except Exception as exc:  # Spark reports JVM and connection errors as many types
+        raise _fail(f"the diagnosis failed: {type(exc).__name__}: {exc}") from exc
+
+    text = render(diagnosis, output)
+    if out is not None:
+        out.write_text(text)
+        typer.echo(f"{output.value} report written to {out}", err=True)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    raise typer.Exit(diagnosis.exit_code())

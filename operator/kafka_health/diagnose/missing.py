@@ -1,0 +1,64 @@
+"""Findings for what the snapshot could not read: a diagnosis that could not look says so.
+
+Without them a broker whose log dirs could not be read would simply have no disk finding, which
+reads as "disk fine". The part names are collect's (`metadata`, `quorum`, `configs:<topic>`,
+`offsets:<topic>`, `group:<id>`, `log_dirs:<broker>`, ...).
+"""
+
+from __future__ import annotations
+
+from kafka_health.models.findings import Finding, Severity, Subject, SubjectKind
+from kafka_health.models.snapshot import Missing
+
+# What each part feeds, so the reader knows which findings may be absent for lack of data.
+_FEEDS = {
+    "metadata": "every check",
+    "partitions": "the replication and leadership checks",
+    "broker_registrations": "the broker checks",
+    "quorum": "the quorum checks",
+    "configs": "the min-ISR and durability checks",
+    "offsets": "the lag checks",
+    "groups": "the lag and rebalance checks",
+    "group": "the lag and rebalance checks",
+    "log_dirs": "the disk checks",
+}
+_TOPIC_PARTS = {"partitions", "configs", "offsets"}
+
+
+def _subject(kind: str, detail: str) -> Subject:
+    if detail and kind in _TOPIC_PARTS:
+        return Subject(kind=SubjectKind.TOPIC, topic=detail)
+    if detail and kind == "group":
+        return Subject(kind=SubjectKind.GROUP, group=detail)
+    if detail.isdigit() and kind == "log_dirs":
+        return Subject(kind=SubjectKind.BROKER, broker=int(detail))
+    return Subject(kind=SubjectKind.CLUSTER)
+
+
+def missing_findings(missing: list[Missing]) -> list[Finding]:
+    out = []
+    for m in missing:
+        kind, _, detail = m.part.partition(":")
+        feeds = _FEEDS.get(kind, "some checks")
+        if kind == "metadata":
+            out.append(
+                Finding(
+                    check="cluster_unreachable",
+                    severity=Severity.CRITICAL,
+                    subject=Subject(kind=SubjectKind.CLUSTER),
+                    message=f"Could not read the cluster metadata ({m.reason}): nothing was diagnosed.",
+                    evidence={"part": m.part, "reason": m.reason},
+                    remediation="check the bootstrap servers, the network path and the credentials",
+                )
+            )
+            continue
+        out.append(
+            Finding(
+                check="snapshot_incomplete",
+                severity=Severity.WARNING,
+                subject=_subject(kind, detail),
+                message=f"Could not read {m.part} ({m.reason}); {feeds} could not see it.",
+                evidence={"part": m.part, "reason": m.reason},
+            )
+        )
+    return out

@@ -1,0 +1,50 @@
+"""`run_diagnosis`: the bridge from a snapshot (and its history) to a `Diagnosis`, through Spark.
+
+It reads files only through Spark (the history, when given) and talks to neither Kafka nor
+Kubernetes, so it runs the same in the operator, the CLI and the tests.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from kafka_health.diagnose.missing import missing_findings
+from kafka_health.models.findings import Diagnosis
+from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health_spark.findings import sort_findings
+from kafka_health_spark.frames import build_frames
+from kafka_health_spark.runner import run_checks
+from kafka_health_spark.summary import summarize
+from kafka_health_spark.thresholds import Thresholds
+
+
+def run_diagnosis(
+    snapshot: ClusterSnapshot,
+    history_root: str | Path | None,
+    thresholds: Thresholds | None,
+    spark: SparkSession,
+    *,
+    with_summary: bool = True,
+) -> Diagnosis:
+    """Every check over `snapshot` (and the history under `history_root`, if any), plus a finding
+    for each part the snapshot could not read. Without metadata nothing is diagnosed."""
+    started = time.monotonic()
+    t = thresholds or Thresholds()
+    findings = missing_findings(snapshot.missing)
+    summary = None
+    if snapshot.reachable:
+        root = str(history_root) if history_root is not None else None
+        frames = build_frames(spark, snapshot, root, t)
+        findings += run_checks(frames, t)
+        summary = summarize(frames) if with_summary else None
+    return Diagnosis(
+        cluster=snapshot.cluster,
+        taken_at=snapshot.taken_at,
+        findings=sort_findings(findings),
+        missing=[m.part for m in snapshot.missing],
+        duration_seconds=round(time.monotonic() - started, 3),
+        summary=summary,
+    )

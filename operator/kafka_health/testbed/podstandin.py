@@ -1,0 +1,580 @@
+"""The broker-pod stand-in: plays the StatefulSet controller and the kubelet for the testbed's brokers.
+
+The local control plane has no controller-manager and no kubelet, and the brokers are plain JVMs
+on 127.0.0.1, not containers. So that the operator finds and restarts brokers exactly as it will
+in production (delete pod `kafka-N`, wait for the new pod to be Ready), this process keeps, in
+namespace `kafka`:
+
+- a StatefulSet object `kafka` (its status counts ready pods), and
+- one Pod per broker, `kafka-0` … `kafka-<N-1>`, labelled `app.kubernetes.io/name=kafka` and
+  `kafkahealth.io/broker-id=<N>`, owned by that StatefulSet, bound to a pretend node.
+
+As the **kubelet** it reports each pod's status from the broker process (Ready only while the
+broker serves; containerID `testbed://<pid>`), and when a pod is deleted it stops that broker
+with SIGTERM (a controlled shutdown) and then finishes the deletion. As the **StatefulSet
+controller** it then recreates the pod (not Ready), starts the broker again and marks the pod
+Ready once the broker is registered in the cluster's metadata. A broker that cannot start
+leaves its pod not Ready. Unlike a kubelet it never restarts a broker that stops on its own:
+fault injection (`kafka-health testbed broker stop 1`) owns that, and the pod just reports it.
+
+`kafka-health testbed up --k8s` starts it detached (`testbed standin`, a hidden subcommand);
+its pid is in `<state dir>/k8s/standin.json`, its log in `<state dir>/logs/standin.log`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
+
+from kafka_health.testbed.cluster import BrokerState, Testbed, TestbedError, _port_open
+from kafka_health.testbed.controlplane import ControlPlane, _terminate, process_cmdline
+
+NAMESPACE = "kafka"
+STATEFULSET = "kafka"
+CONTAINER = "kafka"
+NODE_NAME = (
+    "kafka-testbed"  # a pretend node: with nodeName set, deletion waits for the "kubelet", as in a cluster
+)
+APP_LABELS = {"app.kubernetes.io/name": "kafka"}
+APP_SELECTOR = "app.kubernetes.io/name=kafka"
+BROKER_ID_LABEL = "kafkahealth.io/broker-id"
+TERMINATION_GRACE_SECONDS = 60
+
+log = logging.getLogger("kafka_health.testbed.standin")
+
+
+class StandInError(RuntimeError):
+    """The stand-in did not start or its pods did not become Ready; the message names the log."""
+
+
+def pod_name(broker_id: int) -> str:
+    return f"{STATEFULSET}-{broker_id}"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _is_ready(pod: Any) -> bool:
+    conditions = (pod.status.conditions if pod.status else None) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+# ==================================================================== the handle
+class StandIn:
+    """Launch, stop and inspect the detached stand-in process of one testbed state dir."""
+
+    def __init__(self, state_dir: Path, kubeconfig: Path | None = None) -> None:
+        self.state_dir = state_dir.resolve()
+        self.record = self.state_dir / "k8s" / "standin.json"
+        self.log_path = self.state_dir / "logs" / "standin.log"
+        self._kubeconfig = kubeconfig.resolve() if kubeconfig else None
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The kubeconfig given, else the recorded one, else the control plane's in the same state dir."""
+        if self._kubeconfig is not None:
+            return self._kubeconfig
+        rec = self._load()
+        return Path(rec["kubeconfig"]) if rec else ControlPlane(self.state_dir).kubeconfig
+
+    def _load(self) -> dict[str, Any] | None:
+        return json.loads(self.record.read_text()) if self.record.exists() else None
+
+    @property
+    def pid(self) -> int | None:
+        rec = self._load()
+        pid = rec["pid"] if rec else None
+        return pid if self._alive(pid) else None
+
+    def running(self) -> bool:
+        return self.pid is not None
+
+    def _alive(self, pid: int | None) -> bool:
+        cmdline = process_cmdline(pid) or b""
+        return b"\0standin\0" in cmdline and str(self.state_dir).encode() in cmdline
+
+    def start(self, *, timeout: float = 120.0) -> int:
+        """Start the stand-in unless it runs; return its pid once every broker pod exists and is Ready."""
+        pid = self.pid
+        rec = self._load()
+        if pid is not None and rec is not None and Path(rec["kubeconfig"]) != self.kubeconfig:
+            self.stop()  # it serves another control plane (a kept test session, say)
+            pid = None
+        if pid is None:
+            if not self.kubeconfig.exists():
+                raise StandInError(f"no kubeconfig at {self.kubeconfig}; start the control plane first")
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self.record.parent.mkdir(parents=True, exist_ok=True)
+            cmd = [sys.executable, "-m", "kafka_health.cli.main", "testbed", "standin"]
+            cmd += ["--state-dir", str(self.state_dir), "--kubeconfig", str(self.kubeconfig)]
+            with open(self.log_path.with_suffix(".out"), "ab") as out:
+                proc = subprocess.Popen(
+                    cmd,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            pid = proc.pid
+            self.record.write_text(json.dumps({"pid": pid, "kubeconfig": str(self.kubeconfig)}))
+        self.wait_pods_ready(timeout=timeout)
+        return pid
+
+    def wait_pods_ready(self, *, timeout: float) -> None:
+        n = len(Testbed(self.state_dir).require().brokers)
+        deadline = time.monotonic() + timeout
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=cfg)
+        with client.ApiClient(cfg) as api:
+            core: Any = client.CoreV1Api(api)
+            while True:
+                if not self.running():
+                    raise StandInError(
+                        f"the pod stand-in exited; see {self.log_path} and {self.log_path.with_suffix('.out')}"
+                    )
+                with contextlib.suppress(Exception):  # the API server may still be settling
+                    pods = core.list_namespaced_pod(
+                        NAMESPACE, label_selector=APP_SELECTOR, _request_timeout=5
+                    )
+                    ready = {
+                        p.metadata.name
+                        for p in pods.items
+                        if _is_ready(p) and not p.metadata.deletion_timestamp
+                    }
+                    if ready >= {pod_name(i) for i in range(n)}:
+                        return
+                if time.monotonic() > deadline:
+                    raise StandInError(f"broker pods not Ready within {timeout:.0f}s; see {self.log_path}")
+                time.sleep(0.3)
+
+    def stop(self, *, timeout: float = 30.0) -> None:
+        """SIGTERM (it finishes the step in hand), SIGKILL after `timeout`."""
+        pid = self.pid
+        if pid is not None:
+            _terminate(pid, timeout)
+        self.record.unlink(missing_ok=True)
+
+
+# ==================================================================== the process
+class PodStandIn:
+    """The reconcile loop: keep one Ready pod per serving broker; a deleted pod restarts its broker."""
+
+    def __init__(
+        self,
+        testbed: Testbed,
+        api_client: client.ApiClient,
+        *,
+        watch_client: client.ApiClient | None = None,
+        probe_period: float = 2.0,
+        start_timeout: float = 120.0,
+    ) -> None:
+        self.testbed = testbed
+        # Any: the client's models type every field Optional; the API server guarantees what we read.
+        self.core: Any = client.CoreV1Api(api_client)
+        self.apps: Any = client.AppsV1Api(api_client)
+        self._watch_core: Any = client.CoreV1Api(watch_client or api_client)
+        self.probe_period = probe_period
+        self.start_timeout = start_timeout
+        self.stopping = threading.Event()
+        self._wake: queue.Queue[str] = queue.Queue()
+        self._known: dict[str, str] = {}  # pod name -> uid of the incarnation we keep
+        self._sts_uid: str | None = None
+        self._sts_status: dict[str, int] = {}
+
+    # ---------------------------------------------------------------- loop
+    def run(self) -> None:
+        threading.Thread(target=self._watch, name="pod-watch", daemon=True).start()
+        failures = 0
+        while not self.stopping.is_set():
+            try:
+                self.reconcile()
+                failures = 0
+            except Exception as exc:  # API server away, broker state unreadable: keep going, say so
+                failures += 1
+                if failures == 1 or failures % 30 == 0:
+                    log.warning("reconcile failed (%d in a row): %s", failures, exc, exc_info=failures == 1)
+            _reap_children()
+            try:
+                self._wake.get(timeout=self.probe_period)
+                while not self._wake.empty():
+                    self._wake.get_nowait()
+            except queue.Empty:
+                pass
+        log.info("stand-in stopped")
+
+    def _watch(self) -> None:
+        """Wake the loop on any broker-pod event; the loop itself re-reads everything (level-based)."""
+        while not self.stopping.is_set():
+            w = watch.Watch()
+            try:
+                for _ in w.stream(
+                    self._watch_core.list_namespaced_pod,
+                    NAMESPACE,
+                    label_selector=APP_SELECTOR,
+                    timeout_seconds=60,
+                    _request_timeout=75,
+                ):
+                    self._wake.put("event")
+                    if self.stopping.is_set():
+                        break
+            except Exception as exc:  # the API server restarts or a stream breaks: watch again
+                log.debug("pod watch ended: %s", exc)
+                time.sleep(1)
+
+    def reconcile(self) -> None:
+        state = self.testbed.require()
+        self._ensure_namespace()
+        self._ensure_statefulset(len(state.brokers))
+        pods = {
+            p.metadata.name: p
+            for p in self.core.list_namespaced_pod(
+                NAMESPACE, label_selector=APP_SELECTOR, _request_timeout=10
+            ).items
+        }
+        for b in state.brokers:
+            if self.stopping.is_set():
+                return
+            name = pod_name(b.id)
+            pod = pods.get(name)
+            if pod is not None and pod.metadata.deletion_timestamp is not None:
+                self._kill_container(b, pod)
+                self._replace(b)
+            elif pod is None and name in self._known:
+                # Deleted with grace 0 (kubectl delete --force): the container is gone with it.
+                log.info("pod %s was removed; stopping broker %d (SIGTERM)", name, b.id)
+                self.testbed.stop(b.id)
+                self._replace(b)
+            elif pod is None:
+                # First sight (or after a stand-in restart): adopt the running broker, restart nothing.
+                created = self._create_pod(b)
+                if created is not None:
+                    self._probe(b, created)
+            else:
+                self._known[name] = pod.metadata.uid
+                self._probe(b, pod)
+        self._update_statefulset_status(len(state.brokers))
+
+    # ---------------------------------------------------------------- the kubelet's part
+    def _kill_container(self, b: BrokerState, pod: Any) -> None:
+        """A pod marked for deletion: stop its broker (controlled shutdown), then finish the deletion."""
+        name = pod.metadata.name
+        log.info("pod %s is terminating; stopping broker %d (SIGTERM)", name, b.id)
+        t0 = time.monotonic()
+        with contextlib.suppress(ApiException):
+            self._patch_status(name, self._status_body(pod, ready=False, pid=None, waiting="Terminating"))
+        grace = pod.metadata.deletion_grace_period_seconds or TERMINATION_GRACE_SECONDS
+        self.testbed.stop(b.id, timeout=max(float(grace), 1.0))
+        log.info("broker %d stopped after %.1fs", b.id, time.monotonic() - t0)
+        opts = client.V1DeleteOptions(
+            grace_period_seconds=0, preconditions=client.V1Preconditions(uid=pod.metadata.uid)
+        )
+        try:
+            self.core.delete_namespaced_pod(name, NAMESPACE, body=opts)
+        except ApiException as exc:
+            if exc.status not in (404, 409):  # already gone, or another incarnation by now
+                raise
+
+    def _probe(self, b: BrokerState, pod: Any) -> None:
+        """Report the broker process in the pod's status, like a readiness probe on the client port."""
+        proc = self.testbed.process_state(b)
+        ready = proc == "up" and _port_open(b.port)
+        if ready and not _is_ready(pod):
+            ready = self._serves(b, timeout=3)  # becoming Ready: insist on registration in the cluster
+        pid = b.pid if proc != "down" else None
+        waiting = "BrokerDown" if proc == "down" else None
+        current = _container_id(pod)
+        if ready != _is_ready(pod) or current != (f"testbed://{pid}" if pid else None):
+            log.info("pod %s: broker %d %s, Ready=%s", pod.metadata.name, b.id, proc, ready)
+            self._patch_status(
+                pod.metadata.name, self._status_body(pod, ready=ready, pid=pid, waiting=waiting)
+            )
+
+    # ---------------------------------------------------------------- the StatefulSet controller's part
+    def _replace(self, b: BrokerState) -> None:
+        """Recreate the pod (not Ready), start its broker, and mark it Ready once the broker serves."""
+        name = pod_name(b.id)
+        t0 = time.monotonic()
+        pod = self._create_pod(b)
+        if pod is None:
+            return  # the old incarnation still exists (a finalizer holds it): try again next round
+        pod = self._patch_status(
+            name, self._status_body(pod, ready=False, pid=None, waiting="ContainerCreating")
+        )
+        try:
+            self.testbed.start(b.id, wait=False)
+            pid = self.testbed.broker(self.testbed.require(), b.id).pid
+            log.info("broker %d started (pid %s); waiting until it serves", b.id, pid)
+            pod = self._patch_status(name, self._status_body(pod, ready=False, pid=pid))
+            serving = self._serves(b, timeout=self.start_timeout)
+        except TestbedError as exc:
+            log.error("broker %d did not start: %s", b.id, exc)
+            serving = False
+        if self.stopping.is_set():
+            return  # shutting down mid-start: the next stand-in's probe reports the truth
+        if not serving:
+            log.error("broker %d does not serve; pod %s stays not Ready", b.id, name)
+            self._patch_status(name, self._status_body(pod, ready=False, pid=None, waiting="BrokerDown"))
+            return
+        pid = self.testbed.broker(self.testbed.require(), b.id).pid
+        self._patch_status(name, self._status_body(pod, ready=True, pid=pid))
+        log.info(
+            "pod %s Ready (broker %d, pid %s) %.1fs after recreation", name, b.id, pid, time.monotonic() - t0
+        )
+
+    def _serves(self, b: BrokerState, *, timeout: float) -> bool:
+        """Registered in the cluster metadata, polled in short slices so a SIGTERM is not held up."""
+        deadline = time.monotonic() + timeout
+        while not self.stopping.is_set():
+            try:
+                self.testbed.wait_serving(self.testbed.require(), [b.id], timeout=min(2.0, timeout))
+                return True
+            except TestbedError:
+                if self.testbed.process_state(self.testbed.broker(self.testbed.require(), b.id)) == "down":
+                    return False  # exited: it will not come up by waiting
+                if time.monotonic() > deadline:
+                    return False
+        return False
+
+    def _create_pod(self, b: BrokerState) -> Any | None:
+        name = pod_name(b.id)
+        labels = {
+            **APP_LABELS,
+            BROKER_ID_LABEL: str(b.id),
+            "statefulset.kubernetes.io/pod-name": name,
+            "apps.kubernetes.io/pod-index": str(b.id),
+        }
+        owner = {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "name": STATEFULSET,
+            "uid": self._sts_uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": labels, "ownerReferences": [owner]},
+            "spec": self._pod_spec(b) | {"nodeName": NODE_NAME, "hostname": name, "subdomain": STATEFULSET},
+        }
+        try:
+            pod = self.core.create_namespaced_pod(NAMESPACE, body)
+        except ApiException as exc:
+            if exc.status == 409:
+                log.info("pod %s still exists; waiting for it to go", name)
+                return None
+            raise
+        self._known[name] = pod.metadata.uid
+        log.info("pod %s created (uid %s)", name, pod.metadata.uid)
+        return pod
+
+    def _pod_spec(self, b: BrokerState | None) -> dict[str, Any]:
+        port = b.port if b else 9092
+        return {
+            "containers": [
+                {
+                    "name": CONTAINER,
+                    "image": f"apache/kafka:{self.testbed.require_version()}",
+                    "ports": [{"name": "kafka", "containerPort": port}],
+                }
+            ],
+            "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
+        }
+
+    def _ensure_namespace(self) -> None:
+        with contextlib.suppress(ApiException):
+            self.core.read_namespace(NAMESPACE)
+            return
+        try:
+            self.core.create_namespace({"metadata": {"name": NAMESPACE}})
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    def _ensure_statefulset(self, replicas: int) -> None:
+        if self._sts_uid is not None:
+            return
+        try:
+            sts = self.apps.read_namespaced_stateful_set(STATEFULSET, NAMESPACE)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            body = {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {
+                    "name": STATEFULSET,
+                    "labels": APP_LABELS,
+                    "annotations": {
+                        "kafkahealth.io/testbed": "pods kept by the kafka-health testbed stand-in (no controller-manager)"
+                    },
+                },
+                "spec": {
+                    "replicas": replicas,
+                    "serviceName": STATEFULSET,
+                    "selector": {"matchLabels": APP_LABELS},
+                    "template": {"metadata": {"labels": APP_LABELS}, "spec": self._pod_spec(None)},
+                },
+            }
+            sts = self.apps.create_namespaced_stateful_set(NAMESPACE, body)
+            log.info("StatefulSet %s/%s created", NAMESPACE, STATEFULSET)
+        self._sts_uid = sts.metadata.uid
+
+    def _update_statefulset_status(self, replicas: int) -> None:
+        pods = self.core.list_namespaced_pod(
+            NAMESPACE, label_selector=APP_SELECTOR, _request_timeout=10
+        ).items
+        live = [p for p in pods if p.metadata.deletion_timestamp is None]
+        ready = sum(1 for p in live if _is_ready(p))
+        status = {
+            "replicas": len(live),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "currentReplicas": len(live),
+            "updatedReplicas": len(live),
+        }
+        if status == self._sts_status:
+            return
+        sts = self.apps.read_namespaced_stateful_set(STATEFULSET, NAMESPACE)
+        body = {"status": {**status, "observedGeneration": sts.metadata.generation}}
+        self.apps.patch_namespaced_stateful_set_status(
+            STATEFULSET, NAMESPACE, body, _content_type="application/merge-patch+json"
+        )
+        self._sts_status = status
+
+    # ---------------------------------------------------------------- pod status
+    def _patch_status(self, name: str, status: dict[str, Any]) -> Any:
+        # A merge patch replaces the lists whole, which is what we want: the status is rewritten entire.
+        return self.core.patch_namespaced_pod_status(
+            name, NAMESPACE, {"status": status}, _content_type="application/merge-patch+json"
+        )
+
+    def _status_body(
+        self, pod: Any, *, ready: bool, pid: int | None, waiting: str | None = None
+    ) -> dict[str, Any]:
+        """A kubelet-like status; condition transition times are kept when the condition did not change."""
+        now = _now()
+        previous = {c.type: c for c in ((pod.status.conditions if pod.status else None) or [])}
+
+        def condition(kind: str, value: bool) -> dict[str, Any]:
+            status = "True" if value else "False"
+            old = previous.get(kind)
+            since = old.last_transition_time if old is not None and old.status == status else None
+            return {
+                "type": kind,
+                "status": status,
+                "lastTransitionTime": since.strftime("%Y-%m-%dT%H:%M:%SZ") if since else now,
+            }
+
+        if pid is not None:
+            state: dict[str, Any] = {"running": {"startedAt": _process_start(pid) or now}}
+        else:
+            messages = {
+                "BrokerDown": "the testbed broker is not running; the stand-in does not restart it "
+                "(`kafka-health testbed broker start N`, or delete the pod)",
+                "Terminating": "stopping the broker (SIGTERM)",
+                "ContainerCreating": "starting the broker",
+            }
+            reason = waiting or "ContainerCreating"
+            state = {"waiting": {"reason": reason, "message": messages.get(reason, reason)}}
+        start_time = pod.status.start_time if pod.status and pod.status.start_time else None
+        return {
+            "phase": "Running",
+            "hostIP": "127.0.0.1",
+            "startTime": start_time.strftime("%Y-%m-%dT%H:%M:%SZ") if start_time else now,
+            "conditions": [
+                condition("PodScheduled", True),
+                condition("Initialized", True),
+                condition("ContainersReady", ready),
+                condition("Ready", ready),
+            ],
+            "containerStatuses": [
+                {
+                    "name": CONTAINER,
+                    "image": f"apache/kafka:{self.testbed.require_version()}",
+                    "imageID": "",
+                    "containerID": f"testbed://{pid}" if pid else None,
+                    "ready": ready,
+                    "started": pid is not None,
+                    "restartCount": 0,
+                    "state": state,
+                }
+            ],
+        }
+
+
+def _container_id(pod: Any) -> str | None:
+    statuses = (pod.status.container_statuses if pod.status else None) or []
+    return next((s.container_id for s in statuses if s.name == CONTAINER), None)
+
+
+def _process_start(pid: int) -> str | None:
+    """When the process started, from /proc (so startedAt survives a stand-in restart)."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[19])
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime")
+        )
+    except (OSError, ValueError, StopIteration, IndexError):
+        return None
+    started = boot + ticks / os.sysconf("SC_CLK_TCK")
+    return dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _reap_children() -> None:
+    """Brokers we started and someone else stopped are our zombies until reaped."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def run_forever(
+    state_dir: Path, kubeconfig: Path, *, probe_period: float = 2.0, start_timeout: float = 120.0
+) -> None:
+    """The `testbed standin` process: log to the state dir, stop cleanly on SIGTERM/SIGINT."""
+    testbed = Testbed(state_dir)
+    (testbed.state_dir / "logs").mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(testbed.state_dir / "logs" / "standin.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+    def api() -> client.ApiClient:
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=str(kubeconfig), client_configuration=cfg)
+        return client.ApiClient(cfg)
+
+    standin = PodStandIn(
+        testbed, api(), watch_client=api(), probe_period=probe_period, start_timeout=start_timeout
+    )
+
+    def on_signal(signum: int, _frame: object) -> None:
+        standin.stopping.set()
+        standin._wake.put("stop")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    log.info("stand-in started (pid %d) for %s, API %s", os.getpid(), state_dir, kubeconfig)
+    standin.run()

@@ -1,0 +1,44 @@
+"""The checks, one module per rule family; each function takes `Frames` and `Thresholds` and
+returns finding rows (see `kafka_health_spark.findings`). `ALL` is the list a diagnosis runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kafka_health_spark.frames import Frames
+from kafka_health_spark.thresholds import Thresholds
+
+Check = Callable[[Frames, Thresholds], DataFrame]
+
+
+def id_list(col: Column) -> Column:
+    """An array of broker ids as text, "1,2,3": readable in messages and JSON evidence alike."""
+    return F.concat_ws(",", F.array_sort(col).cast("array<string>"))
+
+
+def all_checks() -> list[Check]:
+    """Every check, in the order a reader meets them in docs/diagnostics.md."""
+    from kafka_health_spark.checks import (
+        disk,
+        durability,
+        flapping,
+        lag,
+        leadership,
+        quorum,
+        rebalance,
+        replication,
+    )
+
+    return [
+        *replication.CHECKS,
+        *leadership.CHECKS,
+        *flapping.CHECKS,
+        *lag.CHECKS,
+        *rebalance.CHECKS,
+        *disk.CHECKS,
+        *durability.CHECKS,
+        *quorum.CHECKS,
+    ]

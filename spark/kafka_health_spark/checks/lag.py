@@ -1,0 +1,280 @@
+"""Consumer lag judged the Burrow way, plus committed offsets that are out of range or about to expire.
+
+Lag alone says little (a busy group always trails a bit), so each group partition gets a status
+from its newest `lag_window_samples` samples, after LinkedIn Burrow's evaluation rules:
+1. lag is zero now or at any sample of the window → OK;
+2. the committed offset went backwards between two samples → REWIND;
+3. the committed offset never moved: STALL when the group has members (running, not
+   progressing), STOP when it has none (nobody consumes). Burrow tells these apart by commit
+   timestamps, which Kafka's admin API does not return; membership is what we can see;
+4. the offset moves but the lag never shrank from one sample to the next → WARN (falling behind);
+5. otherwise OK.
+With fewer than `lag_min_samples` samples (no history yet), a partition is WARN only if its lag
+reaches `lag_warn_messages`. Lag is Kafka's: log end offset minus committed offset, exactly what
+`kafka-consumer-groups --describe` prints; partitions where the group committed nothing have no
+lag and are skipped, as the tool shows "-" for them.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from kafka_health.models.findings import Severity, SubjectKind
+from kafka_health_spark.checks import Check
+from kafka_health_spark.findings import OFFSET_RESET, finding_rows
+from kafka_health_spark.frames import Frames
+from kafka_health_spark.thresholds import Thresholds
+
+STATUSES = ["OK", "WARN", "STALL", "STOP", "REWIND"]
+
+_REMEDIATION = {
+    "WARN": "consumers fall behind: add consumers (and partitions) or speed up processing",
+    "STALL": "consumers are up but not committing: look for a stuck or poisoned record, restart them",
+    "STOP": "no consumer runs for this group: start its consumers",
+    "REWIND": "committed offsets moved backwards: check for an offset reset or consumers restarting from earliest",
+}
+
+
+def _rank(status: Column) -> Column:
+    expr = F.lit(0)
+    for i, name in enumerate(STATUSES):
+        expr = F.when(status == name, F.lit(i)).otherwise(expr)
+    return expr
+
+
+def _status_name(rank: Column) -> Column:
+    return F.element_at(F.array(*[F.lit(s) for s in STATUSES]), rank + 1)
+
+
+def _severity(status: Column) -> Column:
+    return F.when(status == "WARN", F.lit(Severity.WARNING.value)).otherwise(F.lit(Severity.CRITICAL.value))
+
+
+def _remediation(status: Column) -> Column:
+    expr: Column = F.lit(None).cast("string")
+    for name, text in _REMEDIATION.items():
+        expr = F.when(status == name, F.lit(text)).otherwise(expr)
+    return expr
+
+
+def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
+    """One row per group partition with a committed offset now: lag, window statistics, status."""
+    samples = frames.group_offset_samples.where(
+        F.col("committed_offset").isNotNull() & F.col("log_end_offset").isNotNull()
+    ).withColumn("lag", F.col("log_end_offset") - F.col("committed_offset"))
+    key = ["group_id", "topic", "partition"]
+    newest = Window.partitionBy(*key).orderBy(F.col("ts").desc())
+    recent = samples.withColumn("age", F.row_number().over(newest)).where(
+        F.col("age") <= t.lag_window_samples
+    )
+    w = Window.partitionBy(*key).orderBy("ts")
+    stepped = recent.withColumn("prev_committed", F.lag("committed_offset").over(w)).withColumn(
+        "prev_lag", F.lag("lag").over(w)
+    )
+    per_partition = stepped.groupBy(*key).agg(
+        F.count(F.lit(1)).alias("samples"),
+        F.max("ts").alias("last_ts"),
+        F.max_by("lag", "ts").alias("lag"),
+        F.max_by("committed_offset", "ts").alias("committed_offset"),
+        F.max_by("log_end_offset", "ts").alias("log_end_offset"),
+        F.min("lag").alias("min_lag"),
+        F.sum(F.when(F.col("committed_offset") < F.col("prev_committed"), 1).otherwise(0)).alias("rewinds"),
+        F.min("committed_offset").alias("min_committed"),
+        F.max("committed_offset").alias("max_committed"),
+        F.sum(F.when(F.col("lag") < F.col("prev_lag"), 1).otherwise(0)).alias("lag_decreases"),
+    )
+    # Only partitions the group still has committed offsets for in the snapshot being diagnosed.
+    current = per_partition.where(F.col("last_ts") == frames.now_col)
+    members = frames.groups.select("group_id", "members", "state")
+    status = (
+        F.when(
+            F.col("samples") < t.lag_min_samples,
+            F.when(F.col("lag") >= t.lag_warn_messages, F.lit("WARN")).otherwise(F.lit("OK")),
+        )
+        .when((F.col("lag") <= 0) | (F.col("min_lag") <= 0), F.lit("OK"))
+        .when(F.col("rewinds") > 0, F.lit("REWIND"))
+        .when(
+            F.col("min_committed") == F.col("max_committed"),
+            F.when(F.coalesce(F.col("members"), F.lit(0)) > 0, F.lit("STALL")).otherwise(F.lit("STOP")),
+        )
+        .when(F.col("lag_decreases") == 0, F.lit("WARN"))
+        .otherwise(F.lit("OK"))
+    )
+    return current.join(members, "group_id", "left").withColumn("status", status)
+
+
+def consumer_lag(frames: Frames, t: Thresholds) -> DataFrame:
+    """A finding per group partition that is not OK, and one per group with its worst status."""
+    parts = partition_status(frames, t)
+    evidence = {
+        "status": F.col("status"),
+        "lag": F.col("lag"),
+        "committed_offset": F.col("committed_offset"),
+        "log_end_offset": F.col("log_end_offset"),
+        "samples": F.col("samples"),
+        "members": F.col("members"),
+    }
+    partition_rows = finding_rows(
+        parts.where(F.col("status") != "OK"),
+        check="consumer_lag",
+        severity=_severity(F.col("status")),
+        kind=SubjectKind.PARTITION,
+        topic=F.col("topic"),
+        partition=F.col("partition"),
+        group=F.col("group_id"),
+        message=F.format_string(
+            "Group %s on %s-%d: %s, lag %d (committed %d, log end %d, %d samples).",
+            "group_id",
+            "topic",
+            "partition",
+            "status",
+            "lag",
+            "committed_offset",
+            "log_end_offset",
+            "samples",
+        ),
+        evidence=evidence,
+        remediation=_remediation(F.col("status")),
+    )
+    groups = (
+        parts.groupBy("group_id")
+        .agg(
+            F.max(_rank(F.col("status"))).alias("worst"),
+            F.sum(F.greatest(F.col("lag"), F.lit(0))).alias("total_lag"),
+            F.max("lag").alias("max_lag"),
+            F.max_by(F.format_string("%s-%d", "topic", "partition"), "lag").alias("max_lag_partition"),
+            F.count(F.lit(1)).alias("partitions"),
+            F.sum(F.when(F.col("status") != "OK", 1).otherwise(0)).alias("partitions_not_ok"),
+            F.first("members").alias("members"),
+            F.first("state").alias("state"),
+        )
+        .withColumn("status", _status_name(F.col("worst")))
+        .where(F.col("status") != "OK")
+    )
+    group_rows = finding_rows(
+        groups,
+        check="consumer_lag",
+        severity=_severity(F.col("status")),
+        kind=SubjectKind.GROUP,
+        group=F.col("group_id"),
+        message=F.format_string(
+            "Group %s is %s: total lag %d, %d of %d partitions not OK (worst %s, lag %d).",
+            "group_id",
+            "status",
+            "total_lag",
+            "partitions_not_ok",
+            "partitions",
+            "max_lag_partition",
+            "max_lag",
+        ),
+        evidence={
+            "status": F.col("status"),
+            "total_lag": F.col("total_lag"),
+            "max_lag": F.col("max_lag"),
+            "max_lag_partition": F.col("max_lag_partition"),
+            "partitions": F.col("partitions"),
+            "partitions_not_ok": F.col("partitions_not_ok"),
+            "members": F.col("members"),
+            "state": F.col("state"),
+        },
+        remediation=_remediation(F.col("status")),
+    )
+    return partition_rows.unionByName(group_rows)
+
+
+def offset_out_of_range(frames: Frames, t: Thresholds) -> DataFrame:
+    """Committed offsets outside [log start, log end]: retention deleted the data under the
+    group, or the topic was recreated. The consumer falls back to auto.offset.reset; an
+    explicit reset makes that choice deliberate."""
+    df = (
+        frames.group_offsets.where(F.col("committed_offset").isNotNull())
+        .join(frames.offsets, ["topic", "partition"])
+        .where(
+            (F.col("committed_offset") < F.col("log_start_offset"))
+            | (F.col("committed_offset") > F.col("log_end_offset"))
+        )
+        .withColumn(
+            "side",
+            F.when(F.col("committed_offset") < F.col("log_start_offset"), "before log start").otherwise(
+                "after log end"
+            ),
+        )
+    )
+    return finding_rows(
+        df,
+        check="offset_out_of_range",
+        severity=Severity.WARNING,
+        kind=SubjectKind.PARTITION,
+        topic=F.col("topic"),
+        partition=F.col("partition"),
+        group=F.col("group_id"),
+        message=F.format_string(
+            "Group %s's committed offset %d on %s-%d is %s (log %d..%d).",
+            "group_id",
+            "committed_offset",
+            "topic",
+            "partition",
+            "side",
+            "log_start_offset",
+            "log_end_offset",
+        ),
+        evidence={
+            "committed_offset": F.col("committed_offset"),
+            "log_start_offset": F.col("log_start_offset"),
+            "log_end_offset": F.col("log_end_offset"),
+        },
+        remediation=F.lit(OFFSET_RESET),
+    )
+
+
+def offset_expiry(frames: Frames, t: Thresholds) -> DataFrame:
+    """Empty groups whose committed offsets Kafka deletes soon (offsets.retention.minutes after
+    the last member left); once gone, the group restarts from auto.offset.reset."""
+    committed = (
+        frames.group_offsets.where(F.col("committed_offset").isNotNull()).select("group_id").distinct()
+    )
+    empty_now = frames.groups.where(F.col("state") == "Empty").select("group_id").join(committed, "group_id")
+    activity = frames.group_activity.groupBy("group_id").agg(
+        F.max(F.when(~F.col("state").isin("Empty", "Dead"), F.col("ts"))).alias("last_active"),
+        F.min("ts").alias("first_seen"),
+    )
+    now = frames.now_col
+    df = (
+        empty_now.join(activity, "group_id", "left")
+        .withColumn("empty_since", F.coalesce("last_active", "first_seen", now))
+        # Never seen active in the history: empty at least since the first sample (a lower bound).
+        .withColumn("lower_bound", F.col("last_active").isNull().cast("int"))
+        .withColumn("empty_hours", (F.unix_micros(now) - F.unix_micros(F.col("empty_since"))) / F.lit(3.6e9))
+        .withColumn("expires_in_hours", F.lit(t.offsets_retention_hours) - F.col("empty_hours"))
+        .where(F.col("expires_in_hours") <= t.offset_expiry_warn_hours)
+    )
+    return finding_rows(
+        df,
+        check="offset_expiry",
+        severity=Severity.WARNING,
+        kind=SubjectKind.GROUP,
+        group=F.col("group_id"),
+        message=F.format_string(
+            "Group %s has been empty for %s%.1f h; its committed offsets expire in about %.1f h "
+            "(offsets.retention.minutes = %.0f h).",
+            "group_id",
+            F.when(F.col("lower_bound") == 1, F.lit("at least ")).otherwise(F.lit("")),
+            "empty_hours",
+            F.greatest(F.col("expires_in_hours"), F.lit(0.0)),
+            F.lit(t.offsets_retention_hours),
+        ),
+        evidence={
+            "empty_hours": F.round("empty_hours", 2),
+            "expires_in_hours": F.round("expires_in_hours", 2),
+            "empty_since_is_lower_bound": F.col("lower_bound"),
+            "retention_hours": F.lit(t.offsets_retention_hours),
+        },
+        remediation=F.lit(
+            "start the group's consumers (or commit its offsets) before they expire, "
+            "or raise offsets.retention.minutes"
+        ),
+    )
+
+
+CHECKS: list[Check] = [consumer_lag, offset_out_of_range, offset_expiry]

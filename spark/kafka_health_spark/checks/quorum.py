@@ -1,0 +1,133 @@
+"""The control plane: the KRaft quorum has a leader and its voters keep up; no broker is missing.
+
+A voter lags when it trails the quorum leader by more than `quorum_lag_records` metadata records,
+has not caught up for `quorum_caught_up_seconds`, or the leader has no offset for it at all (a
+voter that is down when a new leader is elected); the finding is critical when the voters
+still caught up are no longer a majority (one more failure stops all metadata changes).
+A broker is missing when something still expects it — it hosts replicas, the snapshot lists
+it as not alive, or the history saw it in the window — but it is not registered now.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from kafka_health.models.findings import Severity, SubjectKind
+from kafka_health_spark.checks import Check
+from kafka_health_spark.findings import finding_rows
+from kafka_health_spark.frames import Frames
+from kafka_health_spark.thresholds import Thresholds
+
+
+def quorum_no_leader(frames: Frames, t: Thresholds) -> DataFrame:
+    df = frames.quorum.where(F.col("leader_id").isNull())
+    return finding_rows(
+        df,
+        check="quorum_no_leader",
+        severity=Severity.CRITICAL,
+        kind=SubjectKind.CLUSTER,
+        message=F.lit(
+            "The KRaft controller quorum has no leader: no metadata change (leader election, "
+            "topic, ISR update) can happen."
+        ),
+        evidence={"leader_epoch": F.col("leader_epoch")},
+        remediation=F.lit("bring a majority of the controller voters back up and able to reach each other"),
+    )
+
+
+def quorum_voter_lagging(frames: Frames, t: Thresholds) -> DataFrame:
+    leader = frames.quorum.select("leader_id")
+    now_ms = F.unix_millis(frames.now_col)
+    voters = (
+        frames.quorum_voters.crossJoin(leader)
+        .withColumn("since_caught_up_s", (now_ms - F.col("last_caught_up_ms")) / 1000.0)
+        .withColumn(
+            "lagging",
+            ~F.col("voter").eqNullSafe(F.col("leader_id"))
+            & (
+                # No offset or catch-up time: the current leader has not heard from it at all.
+                F.col("log_end_offset").isNull()
+                | F.col("last_caught_up_ms").isNull()
+                | (F.col("lag") > t.quorum_lag_records)
+                | (F.col("since_caught_up_s") > t.quorum_caught_up_seconds)
+            ),
+        )
+    )
+    totals = voters.agg(
+        F.count(F.lit(1)).alias("voters"), F.sum((~F.col("lagging")).cast("int")).alias("caught_up")
+    )
+    df = voters.where("lagging").crossJoin(totals)
+    return finding_rows(
+        df,
+        check="quorum_voter_lagging",
+        severity=F.when(F.col("caught_up") * 2 <= F.col("voters"), F.lit(Severity.CRITICAL.value)).otherwise(
+            F.lit(Severity.WARNING.value)
+        ),
+        kind=SubjectKind.BROKER,
+        broker=F.col("voter"),
+        message=F.format_string(
+            "Controller voter %d trails the quorum leader (lag %s records, last caught up %s s ago; "
+            "%d of %d voters caught up).",
+            "voter",
+            F.coalesce(F.col("lag").cast("string"), F.lit("?")),
+            F.coalesce(F.format_number("since_caught_up_s", 0), F.lit("?")),
+            "caught_up",
+            "voters",
+        ),
+        evidence={
+            "lag": F.col("lag"),
+            "seconds_since_caught_up": F.round("since_caught_up_s", 1),
+            "voters": F.col("voters"),
+            "caught_up_voters": F.col("caught_up"),
+        },
+        remediation=F.format_string("check controller %d: process, disk and network to the leader", "voter"),
+    )
+
+
+def broker_missing(frames: Frames, t: Thresholds) -> DataFrame:
+    alive = frames.brokers.where("alive").select("broker")
+    hosting = (
+        frames.partitions.select(F.explode("replicas").alias("broker"))
+        .groupBy("broker")
+        .agg(F.count(F.lit(1)).alias("replicas"))
+    )
+    seen = (
+        frames.broker_samples.where(F.col("ts") < frames.now_col)
+        .groupBy("broker")
+        .agg(F.max(F.when(F.col("alive"), F.col("ts"))).alias("last_seen_alive"))
+    )
+    listed = frames.brokers.where(~F.col("alive")).select("broker")
+    expected = hosting.select("broker").unionByName(seen.select("broker")).unionByName(listed).distinct()
+    df = (
+        expected.join(alive, "broker", "left_anti")
+        .join(hosting, "broker", "left")
+        .join(seen, "broker", "left")
+        .fillna(0, subset=["replicas"])
+    )
+    return finding_rows(
+        df,
+        check="broker_missing",
+        severity=Severity.CRITICAL,
+        kind=SubjectKind.BROKER,
+        broker=F.col("broker"),
+        message=F.format_string(
+            "Broker %d is not registered in the cluster but hosts %d replicas%s.",
+            "broker",
+            "replicas",
+            F.when(
+                F.col("last_seen_alive").isNotNull(),
+                F.format_string(
+                    "; last seen alive %s", F.date_format("last_seen_alive", "yyyy-MM-dd HH:mm:ss 'UTC'")
+                ),
+            ).otherwise(F.lit("")),
+        ),
+        evidence={
+            "replicas": F.col("replicas"),
+            "last_seen_alive": F.date_format("last_seen_alive", "yyyy-MM-dd'T'HH:mm:ss'Z'"),
+        },
+        remediation=F.format_string("start broker %d (check its process or pod, and its log)", "broker"),
+    )
+
+
+CHECKS: list[Check] = [quorum_no_leader, quorum_voter_lagging, broker_missing]

@@ -1,0 +1,154 @@
+"""Replication state of each partition right now: offline, under-replicated, under / at min ISR.
+
+The definitions are Kafka's own (`kafka-topics --describe` with `--unavailable-partitions`,
+`--under-replicated-partitions`, `--under-min-isr-partitions`, `--at-min-isr-partitions`), so
+the lists agree with what an operator sees in Kafka's tools:
+- unavailable: no leader, or the leader is not a live broker;
+- under-replicated: fewer replicas in sync than assigned;
+- under min ISR: no leader, or fewer in sync than `min.insync.replicas` (acks=all writes fail);
+- at min ISR: exactly `min.insync.replicas` in sync (one more loss and acks=all writes fail).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from kafka_health.models.findings import Severity, SubjectKind
+from kafka_health_spark.checks import Check, id_list
+from kafka_health_spark.findings import finding_rows
+from kafka_health_spark.frames import Frames
+from kafka_health_spark.thresholds import Thresholds
+
+
+def _with_state(frames: Frames) -> DataFrame:
+    return frames.shared("replication.with_state", _build_with_state)
+
+
+def _build_with_state(frames: Frames) -> DataFrame:
+    alive = frames.brokers.where("alive").select(F.col("broker").alias("leader"), F.lit(True).alias("_live"))
+    configs = frames.topic_configs.select("topic", F.col("min_insync_replicas").alias("min_isr"))
+    return (
+        frames.partitions.join(F.broadcast(alive), "leader", "left")
+        .join(F.broadcast(configs), "topic", "left")
+        .withColumn("rf", F.size("replicas"))
+        .withColumn("isr_size", F.size("isr"))
+        .withColumn("missing", id_list(F.array_except("replicas", "isr")))
+        .withColumn("leader_live", F.coalesce(F.col("_live"), F.lit(False)))
+    )
+
+
+def _evidence() -> dict[str, F.Column]:
+    return {
+        "leader": F.col("leader"),
+        "replicas": id_list(F.col("replicas")),
+        "isr": id_list(F.col("isr")),
+        "rf": F.col("rf"),
+        "isr_size": F.col("isr_size"),
+        "min_isr": F.col("min_isr"),
+    }
+
+
+def offline_partitions(frames: Frames, t: Thresholds) -> DataFrame:
+    """Partitions without a live leader: every read and write to them fails."""
+    df = _with_state(frames).where(~F.col("leader_live"))
+    return finding_rows(
+        df,
+        check="offline_partition",
+        severity=Severity.CRITICAL,
+        kind=SubjectKind.PARTITION,
+        topic=F.col("topic"),
+        partition=F.col("partition"),
+        message=F.format_string(
+            "%s-%d has no live leader (replicas %s, ISR %s): it serves no reads or writes.",
+            "topic",
+            "partition",
+            id_list(F.col("replicas")),
+            id_list(F.col("isr")),
+        ),
+        evidence=_evidence(),
+        remediation=F.format_string(
+            "bring back a replica of %s (brokers %s); unclean leader election only as a last resort",
+            "topic",
+            id_list(F.col("replicas")),
+        ),
+    )
+
+
+def under_replicated(frames: Frames, t: Thresholds) -> DataFrame:
+    """Partitions with a replica out of sync: one failure closer to losing data."""
+    df = _with_state(frames).where(F.col("isr_size") < F.col("rf"))
+    return finding_rows(
+        df,
+        check="under_replicated",
+        severity=Severity.WARNING,
+        kind=SubjectKind.PARTITION,
+        topic=F.col("topic"),
+        partition=F.col("partition"),
+        message=F.format_string(
+            "%s-%d has %d of %d replicas in sync; out of sync: broker(s) %s.",
+            "topic",
+            "partition",
+            "isr_size",
+            "rf",
+            "missing",
+        ),
+        evidence={**_evidence(), "out_of_sync": F.col("missing")},
+        remediation=F.format_string("check broker(s) %s: down, or unable to keep up", "missing"),
+    )
+
+
+def under_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
+    """Partitions that reject acks=all writes (NOT_ENOUGH_REPLICAS) right now."""
+    df = _with_state(frames).where(
+        F.col("leader").isNull() | (F.col("min_isr").isNotNull() & (F.col("isr_size") < F.col("min_isr")))
+    )
+    return finding_rows(
+        df,
+        check="under_min_isr",
+        severity=Severity.CRITICAL,
+        kind=SubjectKind.PARTITION,
+        topic=F.col("topic"),
+        partition=F.col("partition"),
+        message=F.format_string(
+            "%s-%d has %d in sync, below min.insync.replicas=%s: producers with acks=all fail.",
+            "topic",
+            "partition",
+            "isr_size",
+            F.coalesce(F.col("min_isr").cast("string"), F.lit("?")),
+        ),
+        evidence={**_evidence(), "out_of_sync": F.col("missing")},
+        remediation=F.format_string("restore broker(s) %s to the ISR", "missing"),
+    )
+
+
+def at_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
+    """Partitions one replica loss away from rejecting acks=all writes.
+
+    Warning when a replica is out of sync; info when the topic is configured that way
+    (min.insync.replicas = RF, reported by the durability checks).
+    """
+    df = _with_state(frames).where(F.col("min_isr").isNotNull() & (F.col("isr_size") == F.col("min_isr")))
+    return finding_rows(
+        df,
+        check="at_min_isr",
+        severity=F.when(F.col("isr_size") < F.col("rf"), F.lit(Severity.WARNING.value)).otherwise(
+            F.lit(Severity.INFO.value)
+        ),
+        kind=SubjectKind.PARTITION,
+        topic=F.col("topic"),
+        partition=F.col("partition"),
+        message=F.format_string(
+            "%s-%d has exactly min.insync.replicas=%d in sync: one more loss stops acks=all writes.",
+            "topic",
+            "partition",
+            "min_isr",
+        ),
+        evidence={**_evidence(), "out_of_sync": F.col("missing")},
+        remediation=F.when(
+            F.col("isr_size") < F.col("rf"), F.format_string("restore broker(s) %s to the ISR", "missing")
+        ),
+    )
+
+
+CHECKS: list[Check] = [offline_partitions, under_replicated, under_min_isr, at_min_isr]

@@ -1,0 +1,168 @@
+"""Finding rows: the one DataFrame shape every check returns, and its trip to `Finding` models.
+
+Checks build finding rows in Spark (messages and evidence included) so the whole diagnosis
+is one plan; only the final, capped union of rows is collected to the driver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from kafka_health.models.findings import Finding, Severity, Subject, SubjectKind
+
+COLUMNS = [
+    "check",
+    "severity",
+    "subject_kind",
+    "broker",
+    "topic",
+    "partition",
+    "group",
+    "message",
+    "evidence",
+    "remediation",
+]
+
+# Remediation ids the planner understands; anything else in `remediation` is a hint for a person.
+PREFERRED_LEADER_ELECTION = "preferred_leader_election"
+ROLLING_RESTART = "rolling_restart"
+OFFSET_RESET = "offset_reset"
+
+Value = Column | str | int | float | None
+
+
+def _col(value: Value, cast: str | None = None) -> Column:
+    col = value if isinstance(value, Column) else F.lit(value)
+    return col.cast(cast) if cast else col
+
+
+def finding_rows(
+    df: DataFrame,
+    *,
+    check: str,
+    severity: Severity | Column,
+    kind: SubjectKind,
+    message: Column,
+    evidence: Mapping[str, Column],
+    remediation: Value = None,
+    broker: Value = None,
+    topic: Value = None,
+    partition: Value = None,
+    group: Value = None,
+) -> DataFrame:
+    """Shape `df` (one row per problem) into finding rows; evidence becomes a JSON object."""
+    sev = F.lit(severity.value) if isinstance(severity, Severity) else severity
+    evidence_json = (
+        F.to_json(F.struct(*[c.alias(k) for k, c in evidence.items()]), {"ignoreNullFields": "false"})
+        if evidence
+        else F.lit("{}")
+    )
+    return df.select(
+        F.lit(check).alias("check"),
+        sev.cast("string").alias("severity"),
+        F.lit(kind.value).alias("subject_kind"),
+        _col(broker, "int").alias("broker"),
+        _col(topic, "string").alias("topic"),
+        _col(partition, "int").alias("partition"),
+        _col(group, "string").alias("group"),
+        message.cast("string").alias("message"),
+        evidence_json.alias("evidence"),
+        _col(remediation, "string").alias("remediation"),
+    )
+
+
+def severity_rank(col: Column) -> Column:
+    return F.when(col == Severity.CRITICAL.value, 2).when(col == Severity.WARNING.value, 1).otherwise(0)
+
+
+def capped(rows: DataFrame, cap: int) -> DataFrame:
+    """Keep the `cap` worst rows per check (then by subject), each row carrying its check's total."""
+    per_check = Window.partitionBy("check")
+    order = Window.partitionBy("check").orderBy(
+        severity_rank(F.col("severity")).desc(),
+        F.col("topic").asc_nulls_first(),
+        F.col("partition").asc_nulls_first(),
+        F.col("group").asc_nulls_first(),
+        F.col("broker").asc_nulls_first(),
+    )
+    return (
+        rows.withColumn("check_total", F.count(F.lit(1)).over(per_check))
+        .withColumn("rank", F.row_number().over(order))
+        .where(F.col("rank") <= cap)
+    )
+
+
+def union_all(frames: Iterable[DataFrame]) -> DataFrame:
+    frames = list(frames)
+    out = frames[0]
+    for df in frames[1:]:
+        out = out.unionByName(df)
+    return out
+
+
+def to_finding(row: Mapping[str, Any]) -> Finding:
+    evidence = json.loads(str(row["evidence"])) if row["evidence"] else {}
+    return Finding(
+        check=str(row["check"]),
+        severity=Severity(str(row["severity"])),
+        subject=Subject(
+            kind=SubjectKind(str(row["subject_kind"])),
+            broker=row["broker"],
+            topic=row["topic"],
+            partition=row["partition"],
+            group=row["group"],
+        ),
+        message=str(row["message"]),
+        evidence=evidence,
+        remediation=row["remediation"],
+    )
+
+
+def collect_findings(rows: DataFrame, cap: int) -> list[Finding]:
+    """Run the plan once, and turn the capped rows into findings, worst first.
+
+    A check with more rows than `cap` gets one extra cluster-level finding saying how many
+    were left out, so a truncated list never reads as the whole story.
+    """
+    collected = [r.asDict() for r in capped(rows, cap).collect()]
+    out = [to_finding(r) for r in collected]
+    totals: dict[str, tuple[int, Severity]] = {}
+    for r, f in zip(collected, out, strict=True):
+        total = int(r["check_total"])
+        if total > cap:
+            worst = totals.get(f.check, (total, f.severity))[1]
+            totals[f.check] = (total, max(worst, f.severity, key=lambda s: s.rank))
+    for check, (total, severity) in sorted(totals.items()):
+        out.append(
+            Finding(
+                check=check,
+                severity=severity,
+                subject=Subject(kind=SubjectKind.CLUSTER),
+                message=f"{total} findings of {check} in total; only the {cap} worst are listed.",
+                evidence={"total": total, "listed": cap},
+            )
+        )
+    return sort_findings(out)
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Worst first, then by check and subject (partitions in numeric order)."""
+
+    def key(f: Finding) -> tuple[object, ...]:
+        s = f.subject
+        return (
+            -f.severity.rank,
+            f.check,
+            s.kind.value,
+            s.topic or "",
+            s.partition or -1,
+            s.group or "",
+            s.broker or -1,
+        )
+
+    return sorted(findings, key=key)

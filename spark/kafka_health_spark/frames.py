@@ -1,0 +1,230 @@
+"""The DataFrames every check reads: the snapshot's parts, and the history windows around it.
+
+Snapshot → DataFrames goes through Arrow (`tables`) with explicit Spark schemas, so an empty
+part is still a typed, empty DataFrame. History tables (the Parquet contract of
+`kafka_health.history.schema`) are read with the partition columns `cluster` and `date` in the
+filter, so Spark opens only that cluster's files of the dates the window touches, and the
+current snapshot is appended as the newest sample: a check sees one continuous series whether
+or not the history already holds this snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import pyarrow as pa
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from kafka_health.history.schema import TABLES as HISTORY_TABLES
+from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health_spark import tables
+from kafka_health_spark.thresholds import Thresholds
+
+
+def spark_type(arrow_type: pa.DataType) -> T.DataType:
+    """The Spark type of each Arrow type the snapshot and history tables use."""
+    if pa.types.is_int32(arrow_type):
+        return T.IntegerType()
+    if pa.types.is_int64(arrow_type):
+        return T.LongType()
+    if pa.types.is_string(arrow_type):
+        return T.StringType()
+    if pa.types.is_boolean(arrow_type):
+        return T.BooleanType()
+    if pa.types.is_timestamp(arrow_type):
+        return T.TimestampType()
+    if pa.types.is_list(arrow_type):
+        return T.ArrayType(spark_type(arrow_type.value_type))
+    raise TypeError(f"no Spark type mapped for Arrow type {arrow_type}")
+
+
+def spark_schema(schema: pa.Schema) -> T.StructType:
+    return T.StructType([T.StructField(f.name, spark_type(f.type), True) for f in schema])
+
+
+SNAPSHOT_SCHEMAS: dict[str, T.StructType] = {n: spark_schema(s) for n, s in tables.SCHEMAS.items()}
+HISTORY_SCHEMAS: dict[str, T.StructType] = {n: spark_schema(s) for n, s in HISTORY_TABLES.items()}
+# The Hive partition columns of the history layout; `date` stays a string (ISO dates sort as text).
+PARTITION_COLUMNS = [T.StructField("cluster", T.StringType()), T.StructField("date", T.StringType())]
+
+
+def to_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> DataFrame:
+    return spark.createDataFrame(table, schema=schema)
+
+
+def empty_frame(spark: SparkSession, schema: T.StructType) -> DataFrame:
+    return spark.createDataFrame([], schema=schema)
+
+
+def read_history(
+    spark: SparkSession,
+    root: str,
+    table: str,
+    cluster: str,
+    since: datetime,
+    until: datetime,
+) -> DataFrame:
+    """Rows of one history table for `cluster` with `since <= ts < until` (empty when none).
+
+    The filter on the partition columns prunes directories before any file is opened; the
+    filter on `ts` is pushed into the Parquet reader, which skips row groups outside the window.
+    """
+    schema = HISTORY_SCHEMAS[table]
+    since, until = tables.utc(since), tables.utc(until)
+    full = T.StructType([*schema.fields, *PARTITION_COLUMNS])
+    try:
+        df = spark.read.schema(full).parquet(f"{root.rstrip('/')}/{table}")
+        df.schema  # noqa: B018 - Spark Connect resolves lazily; a missing path must fail here
+    except AnalysisException as exc:
+        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+            return empty_frame(spark, schema)
+        raise
+    return df.where(
+        (F.col("cluster") == cluster)
+        & F.col("date").between(since.date().isoformat(), until.date().isoformat())
+        & (F.col("ts") >= F.lit(since))
+        & (F.col("ts") < F.lit(until))
+    ).select(*schema.names)
+
+
+@dataclass(frozen=True)
+class Frames:
+    """Everything one diagnosis reads, as DataFrames (built lazily: no job runs until collect)."""
+
+    cluster: str
+    now: datetime
+    brokers: DataFrame
+    partitions: DataFrame
+    topic_configs: DataFrame
+    offsets: DataFrame
+    groups: DataFrame
+    group_offsets: DataFrame
+    log_dirs: DataFrame
+    quorum: DataFrame
+    quorum_voters: DataFrame
+    # History windows, each ending with the current snapshot as its newest sample.
+    partition_state: DataFrame
+    broker_samples: DataFrame
+    group_samples: DataFrame
+    group_offset_samples: DataFrame
+    group_activity: DataFrame  # group_samples over the offsets-retention lookback
+    _shared: dict[str, DataFrame] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def now_col(self) -> Column:
+        return F.lit(self.now).cast("timestamp")
+
+    def shared(self, name: str, build: Callable[[Frames], DataFrame]) -> DataFrame:
+        """A frame derived once and reused by several checks: one plan to analyse, and Spark
+        reuses its shuffles across the checks instead of recomputing them."""
+        if name not in self._shared:
+            self._shared[name] = build(self)
+        return self._shared[name]
+
+
+def current_samples(frames: dict[str, DataFrame], now: datetime) -> dict[str, DataFrame]:
+    """The snapshot as one row set per history table, stamped `now` (as the history store writes it)."""
+    ts = F.lit(now).cast("timestamp").alias("ts")
+    dirs = (
+        frames["log_dirs"]
+        .groupBy("broker")
+        .agg(
+            F.sum("used_bytes").alias("used_bytes"),
+            # A broker's volume size is known only when every one of its log dirs reports it.
+            F.when(F.count("total_bytes") == F.count(F.lit(1)), F.sum("total_bytes")).alias("total_bytes"),
+        )
+    )
+    brokers = frames["brokers"].select("broker", "alive")
+    broker_samples = brokers.join(dirs, "broker", "left").select(
+        ts,
+        F.col("broker").cast("int").alias("broker"),
+        F.coalesce(F.col("alive"), F.lit(False)).alias("alive"),
+        "used_bytes",
+        "total_bytes",
+    )
+    offsets = frames["offsets"]
+    return {
+        "partition_state": frames["partitions"].select(ts, "topic", "partition", "leader", "replicas", "isr"),
+        "broker_samples": broker_samples,
+        "group_samples": frames["groups"].select(ts, "group_id", "state", "members", "member_hash"),
+        "group_offset_samples": frames["group_offsets"]
+        .join(offsets, ["topic", "partition"], "left")
+        .select(
+            ts, "group_id", "topic", "partition", "committed_offset", "log_start_offset", "log_end_offset"
+        ),
+    }
+
+
+def _partition_changes(
+    spark: SparkSession, root: str, cluster: str, since: datetime, until: datetime
+) -> DataFrame:
+    """partition_state records in [since, until), each changed partition led by its state before
+    `since`, so the window's first change is seen as a change and not as a starting point.
+
+    The history writes a partition only when it changed (and every partition in the first
+    snapshot of a day), so the state before `since` is the partition's last record within the
+    preceding day; only partitions that changed in the window are looked up.
+    """
+    window = read_history(spark, root, "partition_state", cluster, since, until)
+    changed = window.select("topic", "partition").distinct()
+    before = read_history(spark, root, "partition_state", cluster, since - timedelta(days=1), since)
+    prior = (
+        before.join(changed, ["topic", "partition"], "left_semi")
+        .groupBy("topic", "partition")
+        .agg(F.max_by(F.struct("ts", "leader", "replicas", "isr"), "ts").alias("s"))
+        .select("s.ts", "topic", "partition", "s.leader", "s.replicas", "s.isr")
+    )
+    return prior.unionByName(window)
+
+
+def build_frames(
+    spark: SparkSession,
+    snapshot: ClusterSnapshot,
+    history_root: str | None,
+    thresholds: Thresholds,
+) -> Frames:
+    """The snapshot and its history windows as DataFrames (history_root None: the snapshot alone)."""
+    now = tables.utc(snapshot.taken_at)
+    arrow = tables.snapshot_tables(snapshot)
+    snap = {name: to_frame(spark, arrow[name], SNAPSHOT_SCHEMAS[name]) for name in arrow}
+    current = current_samples(snap, now)
+
+    def window(table: str, span: timedelta, sample: DataFrame) -> DataFrame:
+        if history_root is None:
+            return sample
+        past = read_history(spark, history_root, table, snapshot.cluster, now - span, now)
+        return past.unionByName(sample)
+
+    recent = timedelta(minutes=thresholds.window_minutes)
+    partition_state = current["partition_state"]
+    if history_root is not None:
+        partition_state = _partition_changes(
+            spark, history_root, snapshot.cluster, now - recent, now
+        ).unionByName(partition_state)
+    return Frames(
+        cluster=snapshot.cluster,
+        now=now,
+        brokers=snap["brokers"],
+        partitions=snap["partitions"],
+        topic_configs=snap["topic_configs"],
+        offsets=snap["offsets"],
+        groups=snap["groups"],
+        group_offsets=snap["group_offsets"],
+        log_dirs=snap["log_dirs"],
+        quorum=snap["quorum"],
+        quorum_voters=snap["quorum_voters"],
+        partition_state=partition_state,
+        broker_samples=window(
+            "broker_samples", timedelta(hours=thresholds.disk_growth_window_hours), current["broker_samples"]
+        ),
+        group_samples=window("group_samples", recent, current["group_samples"]),
+        group_offset_samples=window("group_offset_samples", recent, current["group_offset_samples"]),
+        group_activity=window(
+            "group_samples", timedelta(hours=thresholds.offsets_retention_hours), current["group_samples"]
+        ),
+    )

@@ -1,0 +1,89 @@
+"""The one SparkSession of a process: embedded `local[*]`, a Spark cluster, or Spark Connect.
+
+A cold session costs ~10 s, so every diagnosis in a process reuses the same one. The settings
+suit small, frequent jobs: few shuffle partitions, no UI, UTC session time (history timestamps
+are UTC), Spark's own logging reduced to errors on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+
+
+class SessionConflictError(RuntimeError):
+    """A session of another kind (embedded vs. Spark Connect) already exists in this process."""
+
+
+def _log4j_config() -> Path:
+    return Path(str(resources.files("kafka_health_spark") / "log4j2.properties"))
+
+
+def get_session(
+    *,
+    master: str | None = None,
+    remote: str | None = None,
+    app_name: str = "kafka-health",
+    shuffle_partitions: int = 4,
+    driver_memory: str = "1g",
+    conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """Get or create the process's session.
+
+    `remote` (``sc://host:port``) connects through Spark Connect; otherwise `master` is a Spark
+    master URL (``spark://…``, ``yarn``, ``k8s://…``) or, by default, embedded ``local[*]``.
+    `driver_memory` only applies when this call starts the JVM.
+    """
+    if master and remote:
+        raise ValueError("give either a Spark master or a Spark Connect URL, not both")
+    runtime = {
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        **(conf or {}),
+    }
+    if remote:
+        existing = SparkSession.getActiveSession()
+        if existing is not None and not _is_connect(existing):
+            raise SessionConflictError("an embedded SparkSession already runs in this process")
+        session = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+        for key, value in runtime.items():
+            session.conf.set(key, value)
+        return session
+
+    target = master or DEFAULT_MASTER
+    if target.startswith("local"):
+        # Bind the embedded driver to loopback: no firewall prompts, no "resolves to a loopback" warning.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = f"-Dlog4j2.configurationFile={_log4j_config().as_uri()}"
+    builder = (
+        SparkSession.builder.master(target)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.driver.extraJavaOptions", log4j)
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    )
+    for key, value in runtime.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if _is_connect(session):
+        raise SessionConflictError("a Spark Connect session already runs in this process")
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _is_connect(session: SparkSession) -> bool:
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+def stop_session() -> None:
+    """Stop the process's session, if any (the CLI calls this before exiting)."""
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        session.stop()

@@ -1,0 +1,106 @@
+"""The numbers behind a report's plots: per-broker load, lag over time, disk over time.
+
+Computed in Spark beside the checks (the same frames) and kept small: per broker, and per
+group only for the groups with the most lag.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pyspark.sql import functions as F
+
+from kafka_health.models.findings import BrokerSummary, DiagnosisSummary, SeriesPoint
+from kafka_health_spark.checks.disk import disk_now
+from kafka_health_spark.frames import Frames
+
+TOP_GROUPS = 8
+
+
+def _ts(micros: int) -> datetime:
+    return datetime.fromtimestamp(micros / 1e6, tz=UTC)
+
+
+def summarize(frames: Frames) -> DiagnosisSummary:
+    """Collect the summary (three small queries)."""
+    p = frames.partitions
+    hosted = (
+        p.select(F.explode("replicas").alias("broker"))
+        .groupBy("broker")
+        .agg(F.count(F.lit(1)).alias("partitions"))
+    )
+    led = (
+        p.where(F.col("leader").isNotNull())
+        .groupBy(F.col("leader").alias("broker"))
+        .agg(F.count(F.lit(1)).alias("leaders"))
+    )
+    preferred = (
+        p.where(F.size("replicas") > 0)
+        .groupBy(F.element_at("replicas", 1).alias("broker"))
+        .agg(F.count(F.lit(1)).alias("preferred_leaders"))
+    )
+    disk = disk_now(frames).select("broker", "used_bytes", "total_bytes", "usable_bytes")
+    ids = (
+        frames.brokers.select("broker")
+        .unionByName(hosted.select("broker"))
+        .unionByName(disk.select("broker"))
+        .distinct()
+    )
+    brokers = (
+        ids.join(frames.brokers.select("broker", "alive"), "broker", "left")
+        .join(hosted, "broker", "left")
+        .join(led, "broker", "left")
+        .join(preferred, "broker", "left")
+        .join(disk, "broker", "left")
+        .fillna(0, subset=["partitions", "leaders", "preferred_leaders"])
+        .orderBy("broker")
+    )
+    counts = p.agg(F.countDistinct("topic").alias("topics"), F.count(F.lit(1)).alias("partitions")).first()
+    group_count = frames.groups.count()
+
+    lag = (
+        frames.group_offset_samples.where(F.col("committed_offset").isNotNull())
+        .groupBy("group_id", "ts")
+        .agg(F.sum(F.greatest(F.col("log_end_offset") - F.col("committed_offset"), F.lit(0))).alias("lag"))
+    )
+    top = (
+        lag.where(F.col("ts") == frames.now_col)
+        .orderBy(F.col("lag").desc(), "group_id")
+        .limit(TOP_GROUPS)
+        .select("group_id")
+    )
+    lag_rows = lag.join(top, "group_id").select("group_id", F.unix_micros("ts").alias("us"), "lag").collect()
+    disk_rows = (
+        frames.broker_samples.where(F.col("used_bytes").isNotNull())
+        .select("broker", F.unix_micros("ts").alias("us"), "used_bytes")
+        .collect()
+    )
+    return DiagnosisSummary(
+        topics=int(counts["topics"]) if counts else 0,
+        partitions=int(counts["partitions"]) if counts else 0,
+        groups=group_count,
+        brokers=[
+            BrokerSummary(
+                broker=r["broker"],
+                alive=r["alive"],
+                partitions=r["partitions"],
+                leaders=r["leaders"],
+                preferred_leaders=r["preferred_leaders"],
+                used_bytes=r["used_bytes"],
+                total_bytes=r["total_bytes"],
+                usable_bytes=r["usable_bytes"],
+            )
+            for r in brokers.collect()
+        ],
+        lag=sorted(
+            (SeriesPoint(ts=_ts(r["us"]), key=r["group_id"], value=float(r["lag"])) for r in lag_rows),
+            key=lambda s: (s.key, s.ts),
+        ),
+        disk_used_bytes=sorted(
+            (
+                SeriesPoint(ts=_ts(r["us"]), key=str(r["broker"]), value=float(r["used_bytes"]))
+                for r in disk_rows
+            ),
+            key=lambda s: (s.key, s.ts),
+        ),
+    )

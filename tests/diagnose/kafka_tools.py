@@ -1,0 +1,95 @@
+"""Helpers for the real-fault tests: topics, producing, and Kafka's own tools parsed."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import NewTopic
+
+from kafka_health._kits.waiting import wait_for
+from kafka_health.cli.diagnose import collect
+from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health.testbed import faults
+from kafka_health.testbed.cluster import Testbed
+
+TopicPartition = tuple[str, int]
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int = 6,
+    rf: int = 3,
+    *,
+    assignment: list[list[int]] | None = None,
+) -> None:
+    client = faults.admin(bootstrap)  # kept alive until its future resolves
+    new = (
+        NewTopic(name, len(assignment), -1, replica_assignment=assignment)
+        if assignment
+        else NewTopic(name, partitions, rf)
+    )
+    client.create_topics([new])[name].result(timeout=30)
+    expected = len(assignment) if assignment else partitions
+    wait_for(
+        lambda: (
+            len(faults.admin(bootstrap).list_topics(topic=name, timeout=5).topics[name].partitions)
+            == expected
+        ),
+        timeout=30,
+        what=f"topic {name}",
+    )
+
+
+def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1"})
+    for partition, count in per_partition.items():
+        for i in range(count):
+            producer.produce(topic, value=f"m{i}".encode(), partition=partition)
+    assert producer.flush(30) == 0
+
+
+def snapshot_of(bootstrap: str) -> ClusterSnapshot:
+    return collect(bootstrap, bootstrap)
+
+
+def describe_list(testbed: Testbed, flag: str) -> set[TopicPartition]:
+    """`kafka-topics --describe <flag>` (e.g. --under-replicated-partitions) as (topic, partition)."""
+    out = testbed.tool("kafka-topics", ["--describe", flag])
+    assert out.returncode == 0, out.stderr
+    return {(m[0], int(m[1])) for m in re.findall(r"Topic: (\S+)\s+Partition: (\d+)\s", out.stdout)}
+
+
+def describe_all(testbed: Testbed) -> dict[TopicPartition, tuple[int | None, list[int]]]:
+    """`kafka-topics --describe`: (topic, partition) → (leader, replicas)."""
+    out = testbed.tool("kafka-topics", ["--describe"])
+    assert out.returncode == 0, out.stderr
+    found = {}
+    for m in re.finditer(r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (\S+)\s+Replicas: (\S+)", out.stdout):
+        leader = None if m[3] in ("none", "-1") else int(m[3])
+        found[(m[1], int(m[2]))] = (leader, [int(x) for x in m[4].split(",")])
+    return found
+
+
+def group_lag(testbed: Testbed, group: str) -> dict[TopicPartition, int | None]:
+    """`kafka-consumer-groups --describe --group G`: LAG per partition ('-' → None)."""
+    out = testbed.tool("kafka-consumer-groups", ["--describe", "--group", group])
+    assert out.returncode == 0, out.stderr
+    lags: dict[TopicPartition, int | None] = {}
+    for line in out.stdout.splitlines():
+        cols = line.split()
+        if len(cols) >= 6 and cols[0] == group:
+            lags[(cols[1], int(cols[2]))] = None if cols[5] == "-" else int(cols[5])
+    return lags
+
+
+def topic_configs(testbed: Testbed, topic: str) -> dict[str, str]:
+    out = testbed.tool("kafka-configs", ["--describe", "--entity-type", "topics", "--entity-name", topic])
+    assert out.returncode == 0, out.stderr
+    return dict(re.findall(r"(\S+)=(\S+) sensitive=", out.stdout))
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

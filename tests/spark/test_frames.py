@@ -1,0 +1,78 @@
+"""Frames: the snapshot as typed DataFrames, and history windows pruned by cluster and date."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from kafka_health.history import layout
+from kafka_health_spark import frames
+from kafka_health_spark.thresholds import Thresholds
+from tests.spark.builders import T0, at, balanced_topic, brokers, record, snapshot
+
+pytestmark = pytest.mark.spark
+
+ODD_NAME = "10.0.0.1:9092,10.0.0.2:9092"  # a cluster named after its bootstrap servers
+
+
+def test_empty_snapshot_gives_typed_empty_frames(spark: SparkSession) -> None:
+    f = frames.build_frames(spark, snapshot(broker_list=[]), None, Thresholds())
+    assert f.partitions.count() == 0
+    assert f.partitions.schema == frames.SNAPSHOT_SCHEMAS["partitions"]
+    assert f.group_offset_samples.count() == 0
+
+
+def test_snapshot_rows_round_trip(spark: SparkSession) -> None:
+    snap = snapshot(partitions=balanced_topic("t", 2), broker_list=brokers(0, 1, dead=(2,)))
+    f = frames.build_frames(spark, snap, None, Thresholds())
+    rows = sorted((r.partition, r.leader, r.replicas, r.isr) for r in f.partitions.collect())
+    assert rows == [(0, 0, [0, 1, 2], [0, 1, 2]), (1, 1, [1, 2, 0], [1, 2, 0])]
+    assert {(r.broker, r.alive) for r in f.brokers.collect()} == {(0, True), (1, True), (2, False)}
+
+
+def test_history_window_is_pruned_by_cluster_and_date(spark: SparkSession, tmp_path: Path) -> None:
+    mine = [snapshot(broker_list=brokers(0, 1, 2), taken_at=at(m)) for m in (-40, -20, -10)]
+    theirs = [s.model_copy(update={"cluster": ODD_NAME}) for s in mine]
+    record(tmp_path, mine)
+    record(tmp_path, theirs)
+    # Poison another cluster's files and an older date of this one: pruning must never open them.
+    poison = b"not parquet"
+    other = layout.date_dir(tmp_path, "broker_samples", ODD_NAME, T0.date())
+    (other / "part-poison.parquet").write_bytes(poison)
+    old = layout.date_dir(tmp_path, "broker_samples", "test-cluster", (T0 - timedelta(days=3)).date())
+    old.mkdir(parents=True)
+    (old / "part-poison.parquet").write_bytes(poison)
+
+    df = frames.read_history(spark, str(tmp_path), "broker_samples", "test-cluster", at(-30), T0)
+    minutes = sorted(
+        {round((r.ts.replace(tzinfo=T0.tzinfo) - T0).total_seconds() / 60) for r in df.collect()}
+    )
+    assert minutes == [-20, -10]  # -40 is before the window
+    assert df.columns == frames.HISTORY_SCHEMAS["broker_samples"].names
+
+
+def test_escaped_cluster_name_reads_back(spark: SparkSession, tmp_path: Path) -> None:
+    record(
+        tmp_path,
+        [snapshot(broker_list=brokers(0, 1), taken_at=at(-5)).model_copy(update={"cluster": ODD_NAME})],
+    )
+    df = frames.read_history(spark, str(tmp_path), "broker_samples", ODD_NAME, at(-10), T0)
+    assert sorted(r.broker for r in df.collect()) == [0, 1]
+
+
+def test_missing_history_is_an_empty_window(spark: SparkSession, tmp_path: Path) -> None:
+    df = frames.read_history(spark, str(tmp_path / "nothing"), "group_samples", "c", at(-10), T0)
+    assert df.count() == 0
+    assert df.schema == frames.HISTORY_SCHEMAS["group_samples"]
+
+
+def test_current_snapshot_is_the_newest_sample_once(spark: SparkSession, tmp_path: Path) -> None:
+    history = [snapshot(broker_list=brokers(0), taken_at=at(-5))]
+    now = snapshot(broker_list=brokers(0))
+    # The CLI appends the snapshot before diagnosing: it must not be counted twice.
+    record(tmp_path, [*history, now])
+    f = frames.build_frames(spark, now, str(tmp_path), Thresholds())
+    assert f.broker_samples.count() == 2

@@ -1,0 +1,189 @@
+"""Lag checks: Burrow-style status per group partition, offsets out of range, offset expiry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from kafka_health.models.findings import Finding, Severity, SubjectKind
+from kafka_health_spark.checks import lag
+from tests.spark.builders import (
+    at,
+    balanced_topic,
+    check_findings,
+    end_offsets,
+    group,
+    record,
+    snapshot,
+)
+
+pytestmark = pytest.mark.spark
+
+MINUTES = [-20, -15, -10, -5]  # history samples; the diagnosed snapshot is at 0
+
+
+def series(
+    committed: list[int | None], ends: list[int], state: str = "Stable", start: int = 0
+) -> tuple[list, object]:
+    """History snapshots (at MINUTES) and the current one (last values) of group g on t-0."""
+    snaps = []
+    minutes = [*MINUTES[len(MINUTES) - len(committed) + 1 :], 0]
+    for m, c, e in zip(minutes, committed, ends, strict=True):
+        snaps.append(
+            snapshot(
+                partitions=balanced_topic("t", 1),
+                offsets=end_offsets({("t", 0): e}, start=start),
+                groups=[group("g", {("t", 0): c}, state=state)],
+                taken_at=at(m),
+            )
+        )
+    return snaps[:-1], snaps[-1]
+
+
+def status_of(spark: SparkSession, tmp_path: Path, committed: list, ends: list, state: str = "Stable") -> str:
+    history, now = series(committed, ends, state)
+    record(tmp_path, history)
+    findings = check_findings(spark, lag.consumer_lag, now, tmp_path)
+    parts = [f for f in findings if f.subject.kind is SubjectKind.PARTITION]
+    return str(parts[0].evidence["status"]) if parts else "OK"
+
+
+@pytest.mark.parametrize(
+    ("committed", "ends", "state", "expected"),
+    [
+        # Rule 1: lag zero at some sample → OK, whatever else happens.
+        ([100, 200, 300, 300, 300], [200, 200, 500, 600, 700], "Stable", "OK"),
+        # Offsets advance, lag shrinks at least once → OK.
+        ([100, 200, 300, 400, 500], [300, 350, 600, 650, 700], "Stable", "OK"),
+        # Offsets advance but the lag never shrinks → WARN (falling behind).
+        ([100, 200, 300, 400, 500], [200, 400, 600, 800, 1000], "Stable", "WARN"),
+        # Members present, offset frozen, lag > 0 → STALL.
+        ([100, 100, 100, 100, 100], [200, 300, 400, 500, 600], "Stable", "STALL"),
+        # Nobody consuming, offset frozen → STOP.
+        ([100, 100, 100, 100, 100], [200, 300, 400, 500, 600], "Empty", "STOP"),
+        # Committed offset went backwards → REWIND.
+        ([500, 600, 100, 150, 200], [700, 800, 900, 1000, 1100], "Stable", "REWIND"),
+    ],
+)
+def test_burrow_rules(
+    spark: SparkSession, tmp_path: Path, committed: list, ends: list, state: str, expected: str
+) -> None:
+    assert status_of(spark, tmp_path, committed, ends, state) == expected
+
+
+def test_partition_and_group_findings_carry_the_lag(spark: SparkSession, tmp_path: Path) -> None:
+    history, now = series([100] * 5, [200, 300, 400, 500, 600])
+    record(tmp_path, history)
+    findings = check_findings(spark, lag.consumer_lag, now, tmp_path)
+    by_kind = {f.subject.kind: f for f in findings}
+    part, grp = by_kind[SubjectKind.PARTITION], by_kind[SubjectKind.GROUP]
+    assert (part.subject.group, part.subject.topic, part.subject.partition) == ("g", "t", 0)
+    assert part.evidence == {
+        "status": "STALL",
+        "lag": 500,
+        "committed_offset": 100,
+        "log_end_offset": 600,
+        "samples": 5,
+        "members": 1,
+    }
+    assert part.severity is Severity.CRITICAL
+    assert grp.subject.group == "g" and grp.evidence["total_lag"] == 500
+    assert grp.evidence["max_lag_partition"] == "t-0"
+
+
+def test_the_window_keeps_only_the_newest_samples(spark: SparkSession, tmp_path: Path) -> None:
+    # Lag was zero long ago (first sample) but not in the newest 3: STALL with a 3-sample window.
+    committed, ends = [100, 100, 100, 100, 100], [100, 300, 400, 500, 600]
+    history, now = series(committed, ends)
+    record(tmp_path, history)
+    assert check_findings(spark, lag.consumer_lag, now, tmp_path) == []
+    found = check_findings(spark, lag.consumer_lag, now, tmp_path, lag_window_samples=3)
+    assert {f.evidence["status"] for f in found} == {"STALL"}
+
+
+def test_without_history_only_a_large_lag_warns(spark: SparkSession) -> None:
+    def now(lag_: int) -> object:
+        return snapshot(
+            partitions=balanced_topic("t", 1),
+            offsets=end_offsets({("t", 0): 100 + lag_}),
+            groups=[group("g", {("t", 0): 100})],
+        )
+
+    assert check_findings(spark, lag.consumer_lag, now(500)) == []
+    found = check_findings(spark, lag.consumer_lag, now(20_000))
+    assert {(f.subject.kind, f.evidence["status"], f.severity) for f in found} == {
+        (SubjectKind.PARTITION, "WARN", Severity.WARNING),
+        (SubjectKind.GROUP, "WARN", Severity.WARNING),
+    }
+    assert check_findings(spark, lag.consumer_lag, now(20_000), lag_warn_messages=50_000) == []
+
+
+def test_a_group_with_nothing_committed_has_no_lag(spark: SparkSession, tmp_path: Path) -> None:
+    history, now = series([None] * 5, [200, 300, 400, 500, 600])
+    record(tmp_path, history)
+    assert check_findings(spark, lag.consumer_lag, now, tmp_path) == []
+    assert check_findings(spark, lag.offset_out_of_range, now, tmp_path) == []
+    assert check_findings(spark, lag.offset_expiry, now, tmp_path) == []
+
+
+def test_topic_without_groups_has_no_lag_findings(spark: SparkSession) -> None:
+    snap = snapshot(
+        partitions=balanced_topic("t", 3), offsets=end_offsets({("t", p): 1000 for p in range(3)})
+    )
+    for check in lag.CHECKS:
+        assert check_findings(spark, check, snap) == []
+
+
+def test_offset_before_log_start_suggests_a_reset(spark: SparkSession) -> None:
+    snap = snapshot(
+        partitions=balanced_topic("t", 2),
+        offsets=end_offsets({("t", 0): 500, ("t", 1): 500}, start=300),
+        groups=[group("g", {("t", 0): 100, ("t", 1): 400}, state="Empty")],
+    )
+    (f,) = check_findings(spark, lag.offset_out_of_range, snap)
+    assert (f.subject.group, f.subject.partition) == ("g", 0)
+    assert f.remediation == "offset_reset"
+    assert "before log start" in f.message
+
+
+def empty_group_history(last_active_minutes: float) -> tuple[list, object]:
+    def snap(m: float, state: str) -> object:
+        return snapshot(
+            partitions=balanced_topic("t", 1),
+            offsets=end_offsets({("t", 0): 100}),
+            groups=[group("g", {("t", 0): 100}, state=state)],
+            taken_at=at(m),
+        )
+
+    history = [
+        snap(last_active_minutes, "Stable"),
+        snap(last_active_minutes + 10, "Empty"),
+        snap(-5, "Empty"),
+    ]
+    return history, snap(0, "Empty")
+
+
+def test_empty_group_offsets_about_to_expire(spark: SparkSession, tmp_path: Path) -> None:
+    history, now = empty_group_history(-100)
+    record(tmp_path, history)
+    found: list[Finding] = check_findings(
+        spark, lag.offset_expiry, now, tmp_path, offsets_retention_hours=2, offset_expiry_warn_hours=1
+    )
+    (f,) = found
+    assert f.subject.group == "g" and f.severity is Severity.WARNING
+    assert f.evidence["empty_hours"] == pytest.approx(100 / 60, abs=0.01)
+    assert f.evidence["expires_in_hours"] == pytest.approx(2 - 100 / 60, abs=0.01)
+    assert f.evidence["empty_since_is_lower_bound"] == 0
+
+
+def test_recently_emptied_group_is_not_at_risk(spark: SparkSession, tmp_path: Path) -> None:
+    history, now = empty_group_history(-30)
+    record(tmp_path, history)
+    assert (
+        check_findings(
+            spark, lag.offset_expiry, now, tmp_path, offsets_retention_hours=2, offset_expiry_warn_hours=1
+        )
+        == []
+    )

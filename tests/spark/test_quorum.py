@@ -1,0 +1,69 @@
+"""Quorum checks: leader, lagging voters, missing brokers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from kafka_health.models.findings import Severity
+from kafka_health_spark.checks import quorum
+from tests.spark.builders import at, balanced_topic, brokers, check_findings, part, record, snapshot
+from tests.spark.builders import quorum as quorum_state
+
+pytestmark = pytest.mark.spark
+
+
+def test_healthy_quorum(spark: SparkSession) -> None:
+    snap = snapshot(partitions=balanced_topic("t"))
+    for check in quorum.CHECKS:
+        assert check_findings(spark, check, snap) == []
+
+
+def test_no_leader(spark: SparkSession) -> None:
+    (f,) = check_findings(spark, quorum.quorum_no_leader, snapshot(quorum_state=quorum_state(leader=None)))
+    assert f.severity is Severity.CRITICAL
+
+
+def test_one_lagging_voter_warns_two_is_critical(spark: SparkSession) -> None:
+    one = snapshot(quorum_state=quorum_state(lags={0: 0, 1: 5000, 2: 3}))
+    (f,) = check_findings(spark, quorum.quorum_voter_lagging, one)
+    assert f.subject.broker == 1 and f.severity is Severity.WARNING
+    assert f.evidence["caught_up_voters"] == 2
+
+    two = snapshot(quorum_state=quorum_state(lags={0: 0, 1: 5000, 2: 40}, caught_up_ago_s=120))
+    found = check_findings(spark, quorum.quorum_voter_lagging, two)
+    assert {f.subject.broker for f in found} == {1, 2}
+    assert {f.severity for f in found} == {Severity.CRITICAL}
+
+
+def test_broker_known_only_as_a_replica_is_missing(spark: SparkSession) -> None:
+    snap = snapshot(
+        partitions=[part("t", 0, 0, [0, 3]), *balanced_topic("u", 3)], broker_list=brokers(0, 1, 2)
+    )
+    (f,) = check_findings(spark, quorum.broker_missing, snap)
+    assert f.subject.broker == 3 and f.evidence["replicas"] == 1
+
+
+def test_broker_seen_in_history_is_missing_even_without_replicas(spark: SparkSession, tmp_path: Path) -> None:
+    record(tmp_path, [snapshot(broker_list=brokers(0, 1, 2, 5), taken_at=at(-10))])
+    (f,) = check_findings(spark, quorum.broker_missing, snapshot(), tmp_path)
+    assert f.subject.broker == 5
+    assert f.evidence["last_seen_alive"] == "2026-03-02T11:50:00Z"
+
+
+def test_fenced_broker_is_missing(spark: SparkSession) -> None:
+    snap = snapshot(partitions=balanced_topic("t"), broker_list=brokers(0, 2, dead=(1,)))
+    (f,) = check_findings(spark, quorum.broker_missing, snap)
+    assert f.subject.broker == 1 and f.evidence["replicas"] == 6
+
+
+def test_voter_unknown_to_a_new_leader_is_lagging(spark: SparkSession) -> None:
+    q = quorum_state(leader=0)
+    q.voters[1] = q.voters[1].model_copy(
+        update={"log_end_offset": None, "lag": None, "last_caught_up_ms": None}
+    )
+    (f,) = check_findings(spark, quorum.quorum_voter_lagging, snapshot(quorum_state=q))
+    assert f.subject.broker == 1 and f.severity is Severity.WARNING
+    assert f.evidence["lag"] is None

@@ -1,0 +1,50 @@
+"""Threshold overrides, and the cap that keeps a huge cluster's findings small."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+from kafka_health.models.findings import Severity, SubjectKind
+from kafka_health_spark.checks import replication
+from kafka_health_spark.thresholds import ThresholdError, Thresholds, parse_overrides
+from tests.spark.builders import brokers, check_findings, part, snapshot
+
+
+def test_overrides_are_validated_and_coerced() -> None:
+    t = Thresholds().with_overrides(parse_overrides(["disk_warn_percent=70", "window_minutes = 15"]))
+    assert t.disk_warn_percent == 70.0 and t.window_minutes == 15.0
+    assert Thresholds().disk_warn_percent == 80  # the defaults are untouched
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        (["disk_warn=70"], "unknown threshold"),
+        (["disk_warn_percent=lots"], "disk_warn_percent"),
+        (["disk_warn_percent=170"], "less than or equal to 100"),
+        (["no-equals-sign"], "NAME=VALUE"),
+    ],
+)
+def test_bad_overrides_say_what_is_wrong(items: list[str], message: str) -> None:
+    with pytest.raises(ThresholdError, match=message):
+        Thresholds().with_overrides(parse_overrides(items))
+
+
+@pytest.mark.spark
+def test_findings_beyond_the_cap_are_counted_not_listed(spark: SparkSession) -> None:
+    parts = [part("t", p, 0, [0, 1, 2], [0]) for p in range(12)]
+    snap = snapshot(partitions=parts, broker_list=brokers(0, dead=(1, 2)))
+    found = check_findings(spark, replication.under_replicated, snap, max_findings_per_check=5)
+    listed = [f for f in found if f.subject.kind is SubjectKind.PARTITION]
+    (summary,) = [f for f in found if f.subject.kind is SubjectKind.CLUSTER]
+    assert [f.subject.partition for f in listed] == [0, 1, 2, 3, 4]
+    assert summary.evidence == {"total": 12, "listed": 5}
+    assert summary.severity is Severity.WARNING
+
+
+def test_defaults_have_their_declared_types() -> None:
+    # Spark's format_string("%f") rejects an int: a float threshold must be a float even by default.
+    t = Thresholds()
+    for name, field in Thresholds.model_fields.items():
+        assert isinstance(getattr(t, name), field.annotation), name  # type: ignore[arg-type]
