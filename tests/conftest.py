@@ -19,6 +19,9 @@ import pytest
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 
+# One control plane per session for every folder that needs it (tests/k8s, tests/ship, …).
+pytest_plugins = ["tests.k8s_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:

@@ -1,23 +1,18 @@
 """Fixtures of the shipping tests (chart, examples, Argo CD health check, dashboards).
 
-The control-plane fixtures (`k8s_control_plane`, `k8s_api`, `k8s_namespace`) are defined in
-tests/k8s/conftest.py; they are re-exported here so the chart and example tests can run
-`kubectl apply --server-side --dry-run=server` against the real API server. (If they move to
-tests/conftest.py, this import finds nothing to re-export and is skipped.)
+The control-plane fixtures (`k8s_control_plane`, `k8s_api`, `k8s_namespace`) come from
+tests/k8s_fixtures.py (a plugin of tests/conftest.py), so the chart and example tests run
+`kubectl apply --server-side --dry-run=server` against the same real API server as the rest.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
-with contextlib.suppress(ImportError):  # ImportError: they live in a parent conftest instead
-    from tests.k8s.conftest import k8s_api, k8s_control_plane, k8s_namespace  # noqa: F401
 
 from tests.ship import chart
 

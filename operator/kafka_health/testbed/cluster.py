@@ -354,6 +354,11 @@ class Testbed:
             return False
         try:
             cmdline = Path(f"/proc/{b.pid}/cmdline").read_bytes()
+            for _ in range(10):  # just after exec the kernel may show an empty cmdline for a moment
+                if cmdline:
+                    break
+                time.sleep(0.05)
+                cmdline = Path(f"/proc/{b.pid}/cmdline").read_bytes()
             stat = Path(f"/proc/{b.pid}/stat").read_text()
         except OSError:
             return False

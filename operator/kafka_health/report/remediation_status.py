@@ -1,0 +1,114 @@
+"""What a planner `Decision` means for the policy's status: withheld reasons, the plan awaiting
+approval, request results by id, the one-line remediation summary and the Remediating condition.
+
+Pure: the previous status, the decision and the clock in; the new status out. Executors add
+their own step records on top (currentRemediation, history).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from kafka_health.models.policy import (
+    MAX_REQUESTS,
+    MAX_WITHHELD,
+    ActionType,
+    ConditionStatus,
+    ConditionType,
+    KafkaHealthPolicyStatus,
+    OffsetResetResult,
+    RollingRestartResult,
+)
+from kafka_health.plan.decision import Decision, RequestUpdate, Verdict, merge_withheld
+from kafka_health.report.status import set_condition
+
+
+def _upsert_restart(
+    results: list[RollingRestartResult], u: RequestUpdate, now: datetime
+) -> list[RollingRestartResult]:
+    out = [r for r in results if r.id != u.id]
+    previous = next((r for r in results if r.id == u.id), None)
+    updated = (previous or RollingRestartResult(id=u.id, state=u.state)).model_copy(
+        update={"state": u.state, "message": u.message}
+    )
+    if u.state.terminal and updated.finished_at is None:
+        updated.finished_at = now
+    return [*out, updated][-MAX_REQUESTS:]
+
+
+def _upsert_reset(
+    results: list[OffsetResetResult], u: RequestUpdate, group: str, now: datetime
+) -> list[OffsetResetResult]:
+    out = [r for r in results if r.id != u.id]
+    previous = next((r for r in results if r.id == u.id), None)
+    changes: dict[str, object] = {"state": u.state, "message": u.message}
+    if u.plan is not None:
+        changes["plan"] = u.plan
+    if u.waiting_since is not None:
+        changes["waiting_since"] = u.waiting_since
+    updated = (previous or OffsetResetResult(id=u.id, state=u.state, group=group)).model_copy(update=changes)
+    if u.state.terminal and updated.finished_at is None:
+        updated.finished_at = now
+    return [*out, updated][-MAX_REQUESTS:]
+
+
+def apply_decision(
+    status: KafkaHealthPolicyStatus,
+    decision: Decision,
+    *,
+    now: datetime,
+    generation: int | None,
+    groups: dict[str, str] | None = None,
+) -> KafkaHealthPolicyStatus:
+    """The status after `decision` (before any executor step). `groups`: offset-reset request id → group."""
+    out = status.model_copy(deep=True)
+    out.withheld = merge_withheld(status.withheld, decision.withheld, now)[:MAX_WITHHELD] or None
+    if decision.verdict is Verdict.AWAIT_APPROVAL and decision.pending_plan is not None:
+        previous = status.pending_plan
+        keep_since = previous is not None and previous.plan_id == decision.pending_plan.plan_id
+        out.pending_plan = decision.pending_plan.model_copy(
+            update={"created_at": previous.created_at} if keep_since and previous else {}
+        )
+    elif not decision.acts:
+        out.pending_plan = None
+    restarts = list(status.rolling_restarts or [])
+    resets = list(status.offset_resets or [])
+    for u in decision.request_updates:
+        if u.action is ActionType.ROLLING_RESTART:
+            restarts = _upsert_restart(restarts, u, now)
+        elif u.action is ActionType.OFFSET_RESET:
+            resets = _upsert_reset(resets, u, (groups or {}).get(u.id, ""), now)
+    out.rolling_restarts = restarts or None
+    out.offset_resets = resets or None
+    out.remediation_summary = decision.reason[:256]
+    conditions = list(out.conditions or [])
+    if status.current_remediation is not None or decision.acts:
+        what = decision.action.summary if decision.action is not None else decision.reason
+        reason = "Resuming" if decision.verdict is Verdict.RESUME else "Acting"
+        conditions = set_condition(
+            conditions, ConditionType.REMEDIATING, ConditionStatus.TRUE, reason, what[:1024], now, generation
+        )
+    else:
+        first = decision.withheld[0] if decision.withheld else None
+        reason = (
+            first.reason.value
+            if first is not None
+            else (
+                "AwaitingApproval"
+                if decision.verdict is Verdict.AWAIT_APPROVAL
+                else "DryRun"
+                if decision.verdict is Verdict.DRY_RUN
+                else "Idle"
+            )
+        )
+        conditions = set_condition(
+            conditions,
+            ConditionType.REMEDIATING,
+            ConditionStatus.FALSE,
+            reason,
+            decision.reason[:1024],
+            now,
+            generation,
+        )
+    out.conditions = conditions
+    return out
