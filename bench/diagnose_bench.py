@@ -206,8 +206,9 @@ def main() -> None:
             r = run_worker(engine, size, args)
             by_engine[engine] = r
             results.append(r)
+            load = psutil.getloadavg()[0]
             print(
-                f"  {size:>9,} {engine:<6} start {r['start_s']:6.1f} s  cold {r['cold_s']:6.1f} s  "
+                f"  {size:>9,} {engine:<6} (load {load:4.1f}) start {r['start_s']:6.1f} s  cold {r['cold_s']:6.1f} s  "
                 f"warm {statistics.median(r['warm_s']):6.2f} s  peak {r['peak_mib']:7.0f} MiB "
                 f"(+{r['peak_mib'] - r['base_mib']:.0f} over base)",
                 flush=True,

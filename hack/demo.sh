@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: a real local Kafka cluster, a demo topic, its state.
+# The main job on the embedded default: a real local Kafka cluster, a demo topic, its state,
+# then a diagnosis by embedded Spark of the cluster with faults injected (hack/demo_diagnose.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -12,6 +13,8 @@ echo "== demo topic"
 kafka-health testbed tool kafka-topics --create --if-not-exists --topic demo-orders --partitions 6 \
   --replication-factor 3 >/dev/null
 kafka-health testbed tool kafka-topics --describe --topic demo-orders
+echo
+bash hack/demo_diagnose.sh
 echo
 echo "The cluster keeps running: 'eval \"\$(.venv/bin/kafka-health testbed env)\"' to use it,"
 echo "'.venv/bin/kafka-health testbed down' to stop it."

@@ -32,3 +32,10 @@ def test_times_out_with_what_and_last_error() -> None:
     with pytest.raises(WaitTimeout, match="waiting for the thing") as info:
         wait_for(boom, timeout=3, what="the thing", clock=clock, sleep=clock.sleep)
     assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_testbed_cluster_ids_never_read_as_cli_options() -> None:
+    from kafka_health.testbed.cluster import _kafka_uuid
+
+    ids = [_kafka_uuid() for _ in range(2000)]
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)

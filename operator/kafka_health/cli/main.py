@@ -7,6 +7,8 @@ import typer
 from kafka_health.cli.crd import crd
 from kafka_health.cli.diagnose import diagnose
 from kafka_health.cli.operator import operator
+from kafka_health.cli.remediation_cli import elect_leaders, reset_offsets
+from kafka_health.cli.restart_cli import restart
 from kafka_health.testbed.cli import app as testbed_app
 
 app = typer.Typer(
@@ -19,6 +21,9 @@ app.add_typer(testbed_app, name="testbed")
 app.command()(crd)
 app.command("diagnose")(diagnose)
 app.command("operator")(operator)
+app.command("restart")(restart)
+app.command("elect-leaders")(elect_leaders)
+app.command("reset-offsets")(reset_offsets)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -25,7 +25,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from typing import Any, TypeVar
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    ElectionType,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
 from kafka_health.collect import logs, parse
@@ -322,6 +328,89 @@ class KafkaAdmin:
             out.values[gid] = sorted(offsets, key=lambda o: (o.topic, o.partition))
             if failed:
                 out.errors[gid] = "; ".join(failed)
+        return out
+
+    # ------------------------------------------------------------------ remediation
+    def elect_preferred(
+        self, partitions: Iterable[TopicPartitionKey]
+    ) -> dict[TopicPartitionKey, tuple[str, str | None]]:
+        """Preferred leader election (ElectLeaders, PREFERRED) for these partitions, in one request.
+
+        Per partition: ("elected", None), ("not_needed", reason) (ELECTION_NOT_NEEDED, 84: the
+        preferred replica already leads), ("preferred_not_available", reason)
+        (PREFERRED_LEADER_NOT_AVAILABLE, 80: not alive or not in the ISR) or ("failed", reason).
+        The whole request failing or timing out raises `AdminCallError` (it may still have
+        been applied: re-read the leaders). confluent-kafka 2.16.1 raises SystemError when
+        `request_timeout`/`operation_timeout` are passed, so only the future is bounded.
+        """
+        keys = sorted(set(partitions))
+        if not keys:
+            return {}
+        fut = self.client.elect_leaders(ElectionType.PREFERRED, [TopicPartition(t, p) for t, p in keys])
+        raw = self._bounded("elect_leaders", fut, self.timeouts.request + 5)
+        results = {(tp.topic, tp.partition): err for tp, err in (raw or {}).items()}
+        out: dict[TopicPartitionKey, tuple[str, str | None]] = {}
+        for key in keys:
+            if key not in results:
+                out[key] = ("failed", "no result for this partition in the answer")
+                continue
+            err = results[key]
+            if err is None:
+                out[key] = ("elected", None)
+                continue
+            kerr = err.args[0] if isinstance(err, KafkaException) and err.args else err
+            code = kerr.code() if isinstance(kerr, KafkaError) else None
+            if code == KafkaError.ELECTION_NOT_NEEDED:
+                out[key] = ("not_needed", self.reason(err))
+            elif code == KafkaError.PREFERRED_LEADER_NOT_AVAILABLE:
+                out[key] = ("preferred_not_available", self.reason(err))
+            else:
+                out[key] = ("failed", self.reason(err))
+        return out
+
+    def alter_group_offsets(
+        self, group: str, offsets: Mapping[TopicPartitionKey, int]
+    ) -> Partial[TopicPartitionKey, int]:
+        """Commit `offsets` for `group` (AlterConsumerGroupOffsets). Values: the offsets the
+        broker accepted; errors: per partition (a group with members answers UNKNOWN_MEMBER_ID
+        (25): "UNKNOWN_MEMBER_ID ..." means the group is not Empty). A failure of the whole
+        request raises `AdminCallError` (its reason starts with UNKNOWN_MEMBER_ID likewise)."""
+        out: Partial[TopicPartitionKey, int] = Partial()
+        if not offsets:
+            return out
+        request = ConsumerGroupTopicPartitions(
+            group, [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
+        )
+        futures = self.client.alter_consumer_group_offsets([request], request_timeout=self.timeouts.request)
+        result = self._bounded("alter_consumer_group_offsets", futures[group], self.timeouts.request)
+        seen = set()
+        for tp in result.topic_partitions:
+            key = (tp.topic, tp.partition)
+            seen.add(key)
+            if tp.error is not None:
+                out.errors[key] = self.reason(tp.error)
+            else:
+                out.values[key] = tp.offset
+        for key in offsets:
+            if key not in seen:
+                out.errors[key] = "no result for this partition in the answer"
+        return out
+
+    def offsets_for_times(
+        self, partitions: Iterable[TopicPartitionKey], timestamp_ms: int
+    ) -> Partial[TopicPartitionKey, int | None]:
+        """ListOffsets by time: per partition the first offset whose timestamp is at or after
+        `timestamp_ms` (epoch milliseconds), None when no message is (the caller uses log end)."""
+        keys = sorted(set(partitions))
+        futures: dict[TopicPartitionKey, Future[Any]] = {}
+        for chunk in _chunks(keys, self.OFFSETS_BATCH):
+            request = {TopicPartition(t, p): OffsetSpec.for_timestamp(timestamp_ms) for t, p in chunk}
+            for tp, fut in self.client.list_offsets(request, request_timeout=self.timeouts.request).items():
+                futures[(tp.topic, tp.partition)] = fut
+        raw = self._gather(futures, self.timeouts.request)
+        out: Partial[TopicPartitionKey, int | None] = Partial(errors=raw.errors)
+        for key, info in raw.values.items():
+            out.values[key] = info.offset if info.offset >= 0 else None
         return out
 
     # ------------------------------------------------------------------ kafka-python

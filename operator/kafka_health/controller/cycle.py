@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,7 +24,13 @@ from kafka_health.diagnose.from_policy import enabled, thresholds_for
 from kafka_health.diagnose.run import run_diagnosis
 from kafka_health.history.store import HistoryStore
 from kafka_health.models.findings import Diagnosis
-from kafka_health.models.policy import KafkaHealthPolicySpec, PolicyError, parse_duration, parse_spec
+from kafka_health.models.policy import (
+    KafkaHealthPolicySpec,
+    KafkaHealthPolicyStatus,
+    PolicyError,
+    parse_duration,
+    parse_spec,
+)
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods
 from kafka_health.report.status import CycleOutcome, Problem
@@ -134,6 +141,54 @@ class PolicyWorker:
         store.apply_retention(max(1, int(keep.total_seconds() // 86400)), now, cluster=self.cluster_name)
         store.compact(self.cluster_name)
         log.info("history maintenance of %s took %.2fs", self.cluster_name, time.monotonic() - started)
+
+    def remediate(
+        self,
+        metadata: dict[str, Any],
+        raw_spec: dict[str, Any],
+        status: KafkaHealthPolicyStatus,
+        diagnosis: Diagnosis,
+        persist: Callable[[KafkaHealthPolicyStatus], None],
+        on_event: Callable[[str, str, str], None],
+    ) -> KafkaHealthPolicyStatus:
+        """Plan on this cycle's live snapshot and, when the decision acts, run its executor (blocking)."""
+        from kafka_health.controller.remediation import ActContext, act, decide
+
+        spec = parse_spec(raw_spec)
+        admin = self.admin
+        snapshot = self.last_snapshot
+        if admin is None or snapshot is None:
+            return status
+
+        def offsets_for_times(
+            ts: datetime, partitions: list[tuple[str, int]]
+        ) -> dict[tuple[str, int], int | None]:
+            return dict(admin.offsets_for_times(partitions, int(ts.timestamp() * 1000)).values)
+
+        now = datetime.now(UTC)
+        decision, status = decide(
+            metadata=metadata,
+            spec=spec,
+            status=status,
+            snapshot=snapshot,
+            diagnosis=diagnosis,
+            now=now,
+            offsets_for_times=offsets_for_times,
+        )
+        if not decision.acts:
+            return status
+        persist(status)
+        ctx = ActContext(
+            metadata=metadata,
+            spec=spec,
+            snapshot=snapshot,
+            admin=admin,
+            k8s=self.runtime.k8s,
+            persist=persist,
+            clock=lambda: datetime.now(UTC),
+            on_event=on_event,
+        )
+        return act(decision, status, ctx)
 
 
 def _only_enabled(diagnosis: Diagnosis, spec: KafkaHealthPolicySpec) -> Diagnosis:

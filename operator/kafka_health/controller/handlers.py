@@ -18,7 +18,14 @@ import kopf
 from kafka_health.controller import runtime as rt_mod
 from kafka_health.controller.cycle import PolicyWorker
 from kafka_health.k8s.client import K8sError
-from kafka_health.models.policy import GROUP, PLURAL, VERSION, parse_duration, parse_status
+from kafka_health.models.policy import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    KafkaHealthPolicyStatus,
+    parse_duration,
+    parse_status,
+)
 from kafka_health.report import events, metrics
 from kafka_health.report.status import status_after_cycle, status_patch
 
@@ -91,11 +98,29 @@ async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.Dae
     new_status = status_after_cycle(
         previous, outcome, now=datetime.now(UTC), generation=body.meta.get("generation"), top_n=top_n
     )
-    try:
-        await asyncio.to_thread(worker.runtime.k8s.patch_policy_status, ns, name, status_patch(new_status))
-    except K8sError as exc:
-        if exc.status != 404:
-            log.warning("status of %s/%s not written: %s", ns, name, exc)
+    k8s = worker.runtime.k8s
+
+    def persist(status: KafkaHealthPolicyStatus) -> None:
+        """Write status now (executors call this after every step, from their thread)."""
+        try:
+            k8s.patch_policy_status(ns, name, status_patch(status))
+        except K8sError as exc:
+            if exc.status != 404:
+                log.warning("status of %s/%s not written: %s", ns, name, exc)
+
+    if outcome.diagnosis is not None and outcome.problem is None and not outcome.remediation_blockers:
+        metadata = {**dict(body.metadata), "annotations": dict(body.metadata.annotations)}
+
+        def on_event(type_: str, reason: str, message: str) -> None:
+            events.post(body, events.EventSpec(type_, reason, message))
+
+        try:
+            new_status = await asyncio.to_thread(
+                worker.remediate, metadata, dict(body.spec), new_status, outcome.diagnosis, persist, on_event
+            )
+        except Exception:
+            log.exception("remediation of %s/%s failed; status keeps the diagnosis", ns, name)
+    await asyncio.to_thread(persist, new_status)
     _report(worker, body, outcome, duration)
 
 

@@ -10,22 +10,42 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kafka_health.collect.kafka_admin import KafkaAdmin
+from kafka_health.k8s.client import K8s
 from kafka_health.models.findings import Diagnosis
-from kafka_health.models.policy import KafkaHealthPolicySpec, KafkaHealthPolicyStatus
+from kafka_health.models.policy import (
+    ActionOutcome,
+    ActionRecord,
+    ActionType,
+    ConditionStatus,
+    ConditionType,
+    CurrentRemediation,
+    KafkaHealthPolicySpec,
+    KafkaHealthPolicyStatus,
+    RequestState,
+    RollingRestartResult,
+    append_history,
+)
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan import (
     ClusterLock,
     Decision,
     PlanContext,
+    PlannedAction,
     PolicyRef,
+    Verdict,
+    breaker_reset_token,
     cluster_key,
     plan,
     timestamp_lookups,
 )
+from kafka_health.report import metrics
 from kafka_health.report.remediation_status import apply_decision
+from kafka_health.report.status import set_condition
 
 _LOCKS: dict[str, ClusterLock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -94,3 +114,341 @@ def decide(
     groups = {r.id: r.group for r in spec.remediation.offset_resets.requests or []}
     new_status = apply_decision(status, decision, now=now, generation=policy.generation, groups=groups)
     return decision, new_status
+
+
+# ----------------------------------------------------------------------------------------------
+# Acting: hand the decision's action to its executor, persisting status before and after.
+
+Persist = Callable[[KafkaHealthPolicyStatus], None]
+Clock = Callable[[], datetime]
+
+
+@dataclass
+class ActContext:
+    """What an executor needs besides the action: clients, the policy, and how to persist."""
+
+    metadata: Mapping[str, Any]
+    spec: KafkaHealthPolicySpec
+    snapshot: ClusterSnapshot | None
+    admin: KafkaAdmin
+    k8s: K8s
+    persist: Persist
+    clock: Clock
+    on_event: Callable[[str, str, str], None]  # (type, reason, message)
+
+
+def act(decision: Decision, status: KafkaHealthPolicyStatus, ctx: ActContext) -> KafkaHealthPolicyStatus:
+    """Carry out `decision` (verdict Act or Resume); returns the status after it."""
+    policy = PolicyRef.from_metadata(ctx.metadata)
+    if decision.verdict is Verdict.RESUME:
+        return _resume(status, ctx, policy)
+    action = decision.action
+    assert action is not None
+    now = ctx.clock()
+    key = cluster_key(ctx.spec.cluster, ctx.snapshot)
+    lock = ClusterLock(
+        cluster=key,
+        holder=policy.key,
+        action=action.action,
+        id=action.id,
+        plan_id=action.plan_id,
+        acquired_at=now,
+        renewed_at=now,
+    )
+    if not take_lock(lock):
+        return status  # another policy took the cluster since planning; the next cycle reports it
+    try:
+        if action.action is ActionType.PREFERRED_LEADER_ELECTION:
+            return _elect(action, status, ctx, policy)
+        if action.action is ActionType.OFFSET_RESET:
+            return _reset_offsets(action, status, ctx, policy)
+        return _restart_next_broker(action, status, ctx, policy)
+    finally:
+        if status.current_remediation is None or action.action is not ActionType.ROLLING_RESTART:
+            release_lock(key, policy.key)
+
+
+def _record(status: KafkaHealthPolicyStatus, record: ActionRecord | None) -> None:
+    if record is not None:
+        status.history = append_history(status.history, record)
+
+
+def _elect(
+    action: PlannedAction, status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
+) -> KafkaHealthPolicyStatus:
+    from kafka_health.remediate.leader_election import execute_election
+
+    assert action.election is not None
+    out = status.model_copy(deep=True)
+    started = ctx.clock()
+    out.current_remediation = CurrentRemediation(
+        action=action.action,
+        id=action.id or action.plan_id,
+        plan_id=action.plan_id,
+        step="Electing",
+        started_at=started,
+        message=action.summary[:1000],
+    )
+    ctx.persist(out)
+    ctx.on_event("Normal", "ElectionStarted", action.summary)
+    outcome = execute_election(ctx.admin, action.election)
+    _record(
+        out,
+        outcome.record(
+            plan_id=action.plan_id,
+            started_at=started,
+            finished_at=ctx.clock(),
+            generation=policy.generation,
+            breaker_reset=breaker_reset_token(policy.annotations),
+            request_id=action.id,
+        ),
+    )
+    out.current_remediation = None
+    out.remediation_summary = outcome.summary()[:256]
+    ok = outcome.succeeded
+    ctx.on_event(
+        "Normal" if ok else "Warning", "ElectionSucceeded" if ok else "ElectionFailed", outcome.summary()
+    )
+    metrics.REMEDIATIONS.labels(
+        policy.namespace, policy.name, action.action.value, "succeeded" if ok else "failed"
+    ).inc()
+    return out
+
+
+def _reset_offsets(
+    action: PlannedAction, status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
+) -> KafkaHealthPolicyStatus:
+    from kafka_health.remediate.offset_reset import execute_offset_reset
+
+    assert action.offset_reset is not None and action.id is not None
+    out = status.model_copy(deep=True)
+    started = ctx.clock()
+    out.current_remediation = CurrentRemediation(
+        action=action.action,
+        id=action.id,
+        plan_id=action.plan_id,
+        step="ResettingOffsets",
+        started_at=started,
+    )
+    ctx.persist(out)
+    outcome = execute_offset_reset(
+        ctx.admin,
+        ctx.k8s,
+        action.offset_reset,
+        namespace=policy.namespace,
+        policy_name=policy.name,
+        request_id=action.id,
+        owner_reference=_owner(ctx.metadata),
+        clock=ctx.clock,
+    )
+    previous = next((r for r in out.offset_resets or [] if r.id == action.id), None)
+    result = outcome.result(previous, ctx.clock())
+    out.offset_resets = [r for r in out.offset_resets or [] if r.id != action.id] + [result]
+    _record(
+        out,
+        outcome.record(
+            plan_id=action.plan_id,
+            started_at=started,
+            finished_at=ctx.clock(),
+            generation=policy.generation,
+            breaker_reset=breaker_reset_token(policy.annotations),
+        ),
+    )
+    out.current_remediation = None
+    out.remediation_summary = outcome.message[:256]
+    state = result.state.value
+    kind = "Normal" if state in ("Succeeded", "Waiting") else "Warning"
+    ctx.on_event(kind, f"OffsetReset{state}", f"{action.id}: {outcome.message}")
+    metrics.REMEDIATIONS.labels(policy.namespace, policy.name, action.action.value, state.lower()).inc()
+    return out
+
+
+def _owner(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
+    uid = metadata.get("uid")
+    if not uid:
+        return None
+    return {
+        "api_version": "kafkahealth.io/v1alpha1",
+        "kind": "KafkaHealthPolicy",
+        "name": metadata.get("name"),
+        "uid": uid,
+    }
+
+
+def _resume(status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef) -> KafkaHealthPolicyStatus:
+    current = status.current_remediation
+    assert current is not None
+    if current.action is ActionType.ROLLING_RESTART:
+        return _resume_roll(status, ctx, policy)
+    # An election or offset reset interrupted by an operator restart: short actions, not resumed
+    # blindly. Record the interruption; the planner plans again (an applied reset is found by its
+    # saved-offsets ConfigMap and never repeated).
+    out = status.model_copy(deep=True)
+    now = ctx.clock()
+    _record(
+        out,
+        ActionRecord(
+            action=current.action,
+            id=current.id,
+            plan_id=current.plan_id,
+            outcome=ActionOutcome.FAILED,
+            started_at=current.started_at,
+            finished_at=now,
+            message="interrupted by an operator restart; planned again from the live state",
+            generation=policy.generation,
+            breaker_reset=breaker_reset_token(policy.annotations),
+        ),
+    )
+    if current.action is ActionType.OFFSET_RESET:
+        out.offset_resets = [
+            r.model_copy(update={"state": RequestState.PENDING, "message": "interrupted; planned again"})
+            if r.id == current.id and not r.state.terminal
+            else r
+            for r in out.offset_resets or []
+        ] or None
+    out.current_remediation = None
+    release_lock(cluster_key(ctx.spec.cluster, ctx.snapshot), policy.key)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Rolling restart: one broker per call; status.currentRemediation carries the roll between calls.
+
+HALTED = "RemediationHalted"
+
+
+def _roll_persist(out: KafkaHealthPolicyStatus, ctx: ActContext) -> Callable[[CurrentRemediation], None]:
+    def persist(current: CurrentRemediation) -> None:
+        out.current_remediation = current
+        _set_roll_result(out, current, RequestState.RUNNING, current.message or current.step)
+        ctx.persist(out)
+
+    return persist
+
+
+def _set_roll_result(
+    out: KafkaHealthPolicyStatus, current: CurrentRemediation, state: RequestState, message: str
+) -> None:
+    previous = next((r for r in out.rolling_restarts or [] if r.id == current.id), None)
+    result = RollingRestartResult(
+        id=current.id,
+        state=state,
+        brokers_done=list(current.brokers_done or []),
+        started_at=previous.started_at if previous and previous.started_at else current.started_at,
+        message=message[:1000],
+    )
+    out.rolling_restarts = [r for r in out.rolling_restarts or [] if r.id != current.id] + [result]
+
+
+def _restart_next_broker(
+    action: PlannedAction | None, status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
+) -> KafkaHealthPolicyStatus:
+    from kafka_health.remediate.rolling_restart import halted_result, restart_broker, roll_record
+
+    pods = ctx.spec.cluster.broker_pods
+    assert pods is not None  # the planner holds restarts without spec.cluster.brokerPods
+    out = status.model_copy(deep=True)
+    outcome = restart_broker(
+        action.restart if action is not None else None,
+        k8s=ctx.k8s,
+        admin=ctx.admin,
+        pods_spec=pods,
+        namespace=pods.namespace or policy.namespace,
+        timeouts=ctx.spec.remediation.rolling_restart.timeouts,
+        current=status.current_remediation,
+        persist=_roll_persist(out, ctx),
+        clock=ctx.clock,
+        plan_id=action.plan_id if action is not None else None,
+        cluster_name=f"{policy.namespace}.{policy.name}",
+    )
+    labels = (policy.namespace, policy.name, ActionType.ROLLING_RESTART.value)
+    if outcome.ok:
+        out.current_remediation = outcome.current
+        _set_roll_result(out, outcome.current, RequestState.RUNNING, outcome.message)
+        out.remediation_summary = f"rolling restart {outcome.current.id}: broker {outcome.broker} done"[:256]
+        ctx.on_event("Normal", "BrokerRestarted", f"{outcome.current.id}: {outcome.message}")
+        return out
+    if outcome.result == "unsafe":
+        out.current_remediation = outcome.current
+        out.remediation_summary = f"rolling restart waits: {outcome.message}"[:256]
+        return out
+    # Failed: halt. Nothing else is restarted; Degraded until the spec changes.
+    result = halted_result(outcome, clock=ctx.clock)
+    out.rolling_restarts = [r for r in out.rolling_restarts or [] if r.id != result.id] + [result]
+    _record(
+        out,
+        roll_record(
+            outcome.current,
+            ActionOutcome.FAILED,
+            message=result.message,
+            generation=policy.generation,
+            breaker_reset=breaker_reset_token(policy.annotations),
+        ),
+    )
+    out.current_remediation = None
+    out.remediation_summary = (result.message or "rolling restart halted")[:256]
+    out.conditions = set_condition(
+        list(out.conditions or []),
+        ConditionType.DEGRADED,
+        ConditionStatus.TRUE,
+        HALTED,
+        result.message or "rolling restart halted",
+        ctx.clock(),
+        policy.generation,
+    )
+    ctx.on_event("Warning", "RollHalted", result.message or "rolling restart halted")
+    metrics.REMEDIATIONS.labels(*labels, "failed").inc()
+    release_lock(cluster_key(ctx.spec.cluster, ctx.snapshot), policy.key)
+    return out
+
+
+def _resume_roll(
+    status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
+) -> KafkaHealthPolicyStatus:
+    from kafka_health.remediate.rolling_restart import finish_roll, roll_record
+
+    current = status.current_remediation
+    assert current is not None
+    key = cluster_key(ctx.spec.cluster, ctx.snapshot)
+    take_lock(
+        ClusterLock(
+            cluster=key,
+            holder=policy.key,
+            action=current.action,
+            id=current.id,
+            plan_id=current.plan_id,
+            acquired_at=current.started_at,
+            renewed_at=ctx.clock(),
+        )
+    )
+    if current.current_broker is not None:
+        return _restart_next_broker(None, status, ctx, policy)
+    rr = ctx.spec.remediation.rolling_restart
+    result, _ = finish_roll(
+        current,
+        admin=ctx.admin,
+        post_roll_election=rr.post_roll_preferred_election,
+        election_batch_size=ctx.spec.remediation.preferred_leader_election.batch_size,
+        cluster_name=f"{policy.namespace}.{policy.name}",
+        clock=ctx.clock,
+    )
+    out = status.model_copy(deep=True)
+    out.rolling_restarts = [r for r in out.rolling_restarts or [] if r.id != result.id] + [result]
+    _record(
+        out,
+        roll_record(
+            current,
+            ActionOutcome.SUCCEEDED,
+            message=result.message,
+            generation=policy.generation,
+            breaker_reset=breaker_reset_token(policy.annotations),
+        ),
+    )
+    out.current_remediation = None
+    out.remediation_summary = (result.message or "rolling restart done")[:256]
+    ctx.on_event("Normal", "RollSucceeded", f"{current.id}: {result.message}")
+    metrics.REMEDIATIONS.labels(
+        policy.namespace, policy.name, ActionType.ROLLING_RESTART.value, "succeeded"
+    ).inc()
+    release_lock(key, policy.key)
+    return out

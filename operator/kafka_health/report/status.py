@@ -138,7 +138,20 @@ def status_after_cycle(
             "Diagnosed",
             "The latest cycle read and diagnosed the cluster.",
         )
-        if outcome.remediation_blockers:
+        halted = next(
+            (
+                c
+                for c in conditions
+                if c.type == ConditionType.DEGRADED
+                and c.status == ConditionStatus.TRUE
+                and c.reason == "RemediationHalted"
+                and c.observed_generation == generation
+            ),
+            None,
+        )
+        if halted is not None:
+            pass  # a halted roll stays Degraded until the spec changes (a new generation)
+        elif outcome.remediation_blockers:
             b = outcome.remediation_blockers[0]
             cond(
                 ConditionType.DEGRADED,
@@ -180,5 +193,11 @@ def status_after_cycle(
 def status_patch(status: KafkaHealthPolicyStatus) -> dict[str, Any]:
     """The status as the API server stores it (camelCase, no nulls; Kopf's own field left alone)."""
     body = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    # A merge patch keeps fields it does not mention: send an explicit null for every top-level
+    # field that is now empty (a finished currentRemediation, an approved pendingPlan, …).
+    for name, info in type(status).model_fields.items():
+        alias = info.alias or name
+        if name != "kopf" and alias not in body:
+            body[alias] = None
     body.pop("kopf", None)
     return body

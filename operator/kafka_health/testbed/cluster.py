@@ -256,7 +256,7 @@ class Testbed:
             return
         cmd = self._java(
             TOOLS["kafka-storage"],
-            ["format", "-t", state.cluster_id, "-c", str(self.config_path(b.id)), "--ignore-formatted"],
+            ["format", f"--cluster-id={state.cluster_id}", "-c", str(self.config_path(b.id)), "--ignore-formatted"],
             heap="256m",
             extra_jvm=[f"-Dkafka.logs.file={self.state_dir / 'logs' / 'tools.log'}"],
         )
@@ -467,7 +467,11 @@ def _kafka_uuid() -> str:
     """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (as `kafka-storage random-uuid`)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # Like Kafka's Uuid.randomUuid(): never one that starts with "-" (it reads as a CLI option).
+    while True:
+        value = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not value.startswith("-"):
+            return value
 
 
 def _port_open(port: int) -> bool:

@@ -1,0 +1,453 @@
+"""`kafka-health elect-leaders` and `kafka-health reset-offsets`: the operator's remediations, standalone.
+
+Same planner and executors as the operator (`plan_preferred_election` + `execute_election`;
+`plan_offset_reset` + `apply_offset_reset` / `rollback_offsets`), dry-run by default: without
+`--execute` they read the cluster, print the plan and change nothing.
+
+Exit codes (both commands):
+  0  done (dry run printed, or everything executed and verified)
+  1  executed, but some partition failed (see the RESULT column)
+  2  bad command line (click's usage error)
+  3  could not run: cluster unreachable, unknown topic/partition, invalid strategy value,
+     unreadable --from-file, nothing committed to shift from
+  4  refused by a safety rule: the group is not Empty, or the --save-to file already exists
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
+from kafka_health.models.policy import OffsetResetRequest, format_duration
+from kafka_health.models.snapshot import ClusterSnapshot, ConsumerGroup, Partition
+from kafka_health.plan.leader_election_plan import electable, plan_preferred_election
+from kafka_health.plan.offset_reset_plan import (
+    EMPTY_STATES,
+    OffsetResetPlan,
+)
+
+OK, PARTIAL, FAILED, REFUSED = 0, 1, 3, 4
+
+
+class Output(StrEnum):
+    table = "table"
+    json = "json"
+
+
+Bootstrap = Annotated[
+    str,
+    typer.Option(
+        "--bootstrap-servers",
+        "-b",
+        envvar="KAFKA_BOOTSTRAP_SERVERS",
+        help="HOST:PORT[,HOST:PORT...] of the cluster.",
+    ),
+]
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="table or json.")]
+Execute = Annotated[bool, typer.Option("--execute", help="Act. Without it: print the plan, change nothing.")]
+
+
+def _fail(message: str, code: int = FAILED) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=False)]
+    lines = [
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)).rstrip()
+        for row in [header, *rows]
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _admin(bootstrap: str) -> KafkaAdmin:
+    return KafkaAdmin({"bootstrap.servers": bootstrap})
+
+
+# --------------------------------------------------------------------------------------------
+# elect-leaders
+
+
+def _reason_not_electable(p: Partition, alive: set[int]) -> str:
+    preferred = p.preferred_leader
+    if preferred not in alive:
+        return f"preferred {preferred} not alive"
+    return f"preferred {preferred} not in ISR"
+
+
+def elect_leaders(
+    bootstrap_servers: Bootstrap,
+    topic: Annotated[
+        list[str] | None,
+        typer.Option("--topic", "-t", help="Only this topic (repeatable). Default: all topics."),
+    ] = None,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Partitions per ElectLeaders request.")
+    ] = 50,
+    execute: Execute = False,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Preferred leader election, like `kafka-leader-election --election-type PREFERRED`.
+
+    Only partitions whose preferred replica (the first replica) is alive, in the ISR and not the
+    leader are elected, in batches; each batch is checked again live before it is sent.
+
+    Exit codes: 0 done, 1 some partition failed, 3 could not run.
+    """
+    from kafka_health.remediate.leader_election import ElectionStatus, execute_election
+
+    with _admin(bootstrap_servers) as admin:
+        try:
+            md = admin.metadata()
+        except AdminCallError as exc:
+            raise _fail(f"cannot read the cluster metadata: {exc.reason}") from None
+        partitions = md.partitions
+        if topic:
+            unknown = sorted(set(topic) - {p.topic for p in partitions})
+            if unknown:
+                raise _fail(f"topic(s) not found: {', '.join(unknown)}")
+            partitions = [p for p in partitions if p.topic in set(topic)]
+        snapshot = ClusterSnapshot(
+            cluster=bootstrap_servers, taken_at=datetime.now(UTC), brokers=md.brokers, partitions=partitions
+        )
+        plan = plan_preferred_election(snapshot, batch_size=batch_size)
+        alive = {b.id for b in md.brokers}
+        off = [p for p in partitions if p.preferred_leader is not None and p.leader != p.preferred_leader]
+        outcome = execute_election(admin, plan) if execute and not plan.empty else None
+
+    results = {(r.topic, r.partition): r for r in outcome.partitions} if outcome else {}
+    if output is Output.json:
+        doc: dict[str, Any] = {
+            "plan": plan.model_dump(mode="json"),
+            "executed": execute,
+            "outcome": outcome.model_dump(mode="json") if outcome else None,
+        }
+        typer.echo(json.dumps(doc, indent=2))
+    else:
+        rows = []
+        for p in off:
+            key = (p.topic, p.partition)
+            if electable(p, alive):
+                r = results.get(key)
+                action = (
+                    (
+                        r.status.value
+                        + (f" ({r.message})" if r.message and r.status.value != "elected" else "")
+                    )
+                    if r
+                    else "elect"
+                )
+            else:
+                action = "skip: " + _reason_not_electable(p, alive)
+            leader = "none" if p.leader is None else str(p.leader)
+            rows.append(
+                [
+                    p.topic,
+                    str(p.partition),
+                    f"{leader} -> {p.preferred_leader}",
+                    ",".join(map(str, p.isr)),
+                    action,
+                ]
+            )
+        mode = "EXECUTED" if execute else "DRY RUN (use --execute to elect)"
+        typer.echo(
+            f"Preferred leader election, {mode}: {len(plan.partitions)} partition(s) to elect in "
+            f"{len(plan.batches)} batch(es) of at most {batch_size}"
+        )
+        if rows:
+            typer.echo(
+                _table(
+                    ["TOPIC", "PARTITION", "LEADER -> PREFERRED", "ISR", "RESULT" if execute else "PLAN"],
+                    rows,
+                ),
+                nl=False,
+            )
+        else:
+            typer.echo("Every partition is led by its preferred replica.")
+        if outcome is not None:
+            elected = [str(p) for p in outcome.partitions if p.status is ElectionStatus.ELECTED]
+            not_needed = [str(p) for p in outcome.partitions if p.status is ElectionStatus.NOT_NEEDED]
+            if elected:
+                typer.echo(
+                    f"Successfully completed leader election (PREFERRED) for partitions {', '.join(elected)}"
+                )
+            if not_needed:
+                typer.echo(f"Valid replica already elected for partitions {', '.join(not_needed)}")
+            typer.echo(outcome.summary())
+    if outcome is not None and not outcome.succeeded:
+        raise typer.Exit(PARTIAL)
+
+
+# --------------------------------------------------------------------------------------------
+# reset-offsets
+
+_ISO_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+
+
+def parse_cli_duration(text: str) -> str:
+    """ISO 8601 `PnDTnHnMnS` (as kafka-consumer-groups --by-duration takes) or Go-style `30m` → Go-style."""
+    m = _ISO_DURATION.match(text.strip().upper())
+    if m and any(m.groups()):
+        days, hours, minutes, seconds = (float(g) if g else 0.0 for g in m.groups())
+        return format_duration(timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds))
+    return text.strip()
+
+
+def parse_cli_datetime(text: str) -> datetime:
+    """ISO 8601; without a zone it is UTC."""
+    value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _targets(topics: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    whole, parts = [], []
+    for spec in topics:
+        name, sep, numbers = spec.partition(":")
+        if not sep:
+            whole.append(name)
+            continue
+        for n in numbers.split(","):
+            parts.append({"topic": name, "partition": int(n)})
+    return whole, parts
+
+
+def _not_empty(group: ConsumerGroup | None) -> str | None:
+    if group is None or (group.state in EMPTY_STATES and group.members == 0):
+        return None
+    return (
+        f"group {group.group_id} is {group.state} with {group.members} member(s): offsets can only be reset "
+        "while it is Empty; stop its consumers first"
+    )
+
+
+def _print_plan(plan: OffsetResetPlan, output: Output, execute: bool) -> None:
+    if output is Output.json:
+        return
+    rows = [
+        [
+            plan.group,
+            e.topic,
+            str(e.partition),
+            "-" if e.current is None else str(e.current),
+            "?" if e.target is None else str(e.target),
+            e.note or "",
+        ]
+        for e in plan.entries
+    ]
+    when = f" (offsets at {plan.timestamp.isoformat()})" if plan.timestamp else ""
+    typer.echo(
+        f"Offset reset of group {plan.group}, strategy {plan.strategy}{when}, "
+        f"{'EXECUTING' if execute else 'DRY RUN (use --execute to reset)'}:"
+    )
+    typer.echo(
+        _table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "NOTE"], rows), nl=False
+    )
+
+
+def reset_offsets(
+    bootstrap_servers: Bootstrap,
+    group: Annotated[str, typer.Option("--group", "-g", help="Consumer group id.")],
+    topic: Annotated[
+        list[str] | None,
+        typer.Option("--topic", "-t", help="TOPIC (all partitions) or TOPIC:0,1 (repeatable)."),
+    ] = None,
+    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="To the log start offset.")] = False,
+    to_latest: Annotated[bool, typer.Option("--to-latest", help="To the log end offset.")] = False,
+    to_datetime: Annotated[
+        str | None,
+        typer.Option(
+            "--to-datetime", help="To the first offset at or after this ISO 8601 time (UTC if no zone)."
+        ),
+    ] = None,
+    by_duration: Annotated[
+        str | None,
+        typer.Option(
+            "--by-duration", help="To the first offset at or after now minus this (PnDTnHnM or 30m)."
+        ),
+    ] = None,
+    shift_by: Annotated[
+        int | None, typer.Option("--shift-by", help="Move the committed offset by N (negative: back).")
+    ] = None,
+    to_offset: Annotated[int | None, typer.Option("--to-offset", help="To this offset.")] = None,
+    execute: Execute = False,
+    save_to: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-to",
+            help="With --execute: save the offsets before the reset here (JSON; a .csv "
+            "beside it for kafka-consumer-groups --from-file). Default: ./<group>-offsets-<time>.json.",
+        ),
+    ] = None,
+    from_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-file",
+            help="Roll back: restore the offsets saved in this file (offsets.json, "
+            "or topic,partition,offset CSV).",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
+    output: OutputOpt = Output.table,
+) -> None:
+    """Reset a consumer group's offsets, like `kafka-consumer-groups --reset-offsets`.
+
+    Only while the group is Empty; targets clamped to [log start, log end]; the offsets before
+    the reset are saved to a file first (`--from-file` restores them).
+
+    Exit codes: 0 done, 1 some partition failed, 3 could not run, 4 refused (group not Empty,
+    --save-to file exists).
+    """
+    strategies = sum(
+        [
+            to_earliest,
+            to_latest,
+            to_datetime is not None,
+            by_duration is not None,
+            shift_by is not None,
+            to_offset is not None,
+        ]
+    )
+    if from_file is not None:
+        if strategies:
+            raise _fail("--from-file restores saved offsets: give no other strategy")
+        _rollback(bootstrap_servers, group, from_file, execute, output)
+        return
+    if strategies != 1:
+        raise _fail(
+            "give exactly one of --to-earliest, --to-latest, --to-datetime, --by-duration, --shift-by, "
+            "--to-offset (or --from-file)"
+        )
+    if not topic:
+        raise _fail("name what to reset: --topic TOPIC or --topic TOPIC:0,1")
+    try:
+        whole, parts = _targets(topic)
+        request = OffsetResetRequest.model_validate(
+            {
+                "id": "cli",
+                "group": group,
+                "topics": whole or None,
+                "partitions": parts or None,
+                "earliest": True if to_earliest else None,
+                "latest": True if to_latest else None,
+                "toDatetime": parse_cli_datetime(to_datetime) if to_datetime else None,
+                "byDuration": parse_cli_duration(by_duration) if by_duration else None,
+                "shiftBy": shift_by,
+                "toOffset": to_offset,
+            }
+        )
+    except (ValueError, ValidationError) as exc:
+        detail = "; ".join(e["msg"] for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
+        raise _fail(f"invalid request: {detail}") from None
+
+    from kafka_health.remediate.offset_reset import FileStore, apply_offset_reset, plan_live
+
+    now = datetime.now(UTC)
+    with _admin(bootstrap_servers) as admin:
+        try:
+            plan, live_group = plan_live(admin, request, now)
+        except AdminCallError as exc:
+            raise _fail(f"cannot read the cluster: {exc}") from None
+        _print_plan(plan, output, execute)
+        if not plan.executable:
+            if output is Output.json:
+                typer.echo(plan.model_dump_json(indent=2))
+            raise _fail("; ".join([*plan.problems, *plan.missing][:10]) or "a partition has no target")
+        busy = _not_empty(live_group)
+        if busy:
+            if output is Output.json:
+                typer.echo(plan.model_dump_json(indent=2))
+            raise _fail(busy, REFUSED)
+        if not execute:
+            if output is Output.json:
+                typer.echo(plan.model_dump_json(indent=2))
+            return
+        path = save_to or Path(f"{group}-offsets-{now.strftime('%Y%m%dT%H%M%SZ')}.json")
+        store = FileStore(path)
+        outcome = apply_offset_reset(admin, store, plan, saved_name=str(path))
+    _report(outcome, output)
+
+
+def _report(outcome: Any, output: Output) -> None:
+    from kafka_health.remediate.offset_reset import ResetState
+
+    if output is Output.json:
+        typer.echo(outcome.model_dump_json(indent=2))
+    else:
+        rows = [
+            [
+                outcome.group,
+                p.topic,
+                str(p.partition),
+                "-" if p.before is None else str(p.before),
+                "-" if p.target is None else str(p.target),
+                "-" if p.after is None else str(p.after),
+                "ok"
+                if p.ok
+                else (p.note if p.target is None and p.error is None else (p.error or "not verified")),
+            ]
+            for p in outcome.partitions
+        ]
+        if rows:
+            typer.echo(
+                _table(["GROUP", "TOPIC", "PARTITION", "BEFORE", "TARGET", "COMMITTED", "RESULT"], rows),
+                nl=False,
+            )
+        typer.echo(outcome.message)
+    if outcome.state in (ResetState.NOT_EMPTY, ResetState.ALREADY_APPLIED):
+        raise _fail(outcome.message, REFUSED)
+    if outcome.state is ResetState.FAILED:
+        raise typer.Exit(PARTIAL if outcome.partitions else FAILED)
+
+
+def _rollback(bootstrap: str, group: str, path: Path, execute: bool, output: Output) -> None:
+    from kafka_health.remediate.offset_reset import SavedOffsets, read_group, rollback_offsets, rollback_plan
+
+    try:
+        saved = SavedOffsets.from_file(path, group)
+    except (ValueError, OSError, ValidationError) as exc:
+        raise _fail(f"cannot read {path}: {exc}") from None
+    with _admin(bootstrap) as admin:
+        try:
+            live_group = read_group(admin, saved.group)
+            entries = rollback_plan(admin, saved)
+        except AdminCallError as exc:
+            raise _fail(f"cannot read the group: {exc}") from None
+        if output is Output.table:
+            typer.echo(
+                f"Roll back group {saved.group} to the offsets saved at {saved.taken_at.isoformat()} in {path}, "
+                f"{'EXECUTING' if execute else 'DRY RUN (use --execute to restore)'}:"
+            )
+            rows = [
+                [
+                    saved.group,
+                    e.topic,
+                    str(e.partition),
+                    "-" if e.before is None else str(e.before),
+                    "-" if e.target is None else str(e.target),
+                    e.note or "",
+                ]
+                for e in entries
+            ]
+            typer.echo(
+                _table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "NOTE"], rows),
+                nl=False,
+            )
+        busy = _not_empty(live_group)
+        if busy:
+            raise _fail(busy, REFUSED)
+        if not execute:
+            if output is Output.json:
+                typer.echo(json.dumps([e.model_dump(mode="json") for e in entries], indent=2))
+            return
+        outcome = rollback_offsets(admin, saved)
+    _report(outcome, output)

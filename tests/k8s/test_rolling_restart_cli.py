@@ -1,0 +1,117 @@
+"""`kafka-health restart` on the real testbed: dry run by default, --execute restarts one at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from kubernetes import client
+from typer.testing import CliRunner
+
+from kafka_health._kits.waiting import wait_for
+from kafka_health.cli.main import app
+from kafka_health.testbed import faults
+from kafka_health.testbed.cluster import Testbed
+from kafka_health.testbed.controlplane import ControlPlane
+from kafka_health.testbed.podstandin import APP_SELECTOR, NAMESPACE, StandIn
+
+pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
+
+
+def pod_uids(core: Any) -> dict[str, str]:
+    return {
+        p.metadata.name: p.metadata.uid
+        for p in core.list_namespaced_pod(NAMESPACE, label_selector=APP_SELECTOR).items
+    }
+
+
+def pids(testbed: Testbed) -> dict[int, int | None]:
+    return {b.id: b.pid for b in testbed.require().brokers}
+
+
+@pytest.fixture
+def healthy_pods(broker_pods: StandIn, kafka: Testbed) -> Iterator[StandIn]:
+    faults.heal(kafka)
+    broker_pods.wait_pods_ready(timeout=180)
+    yield broker_pods
+    faults.heal(kafka)
+    broker_pods.wait_pods_ready(timeout=180)
+
+
+def base_args(bootstrap: str, cp: ControlPlane) -> list[str]:
+    return ["restart", "-b", bootstrap, "-n", NAMESPACE, "--kubeconfig", str(cp.kubeconfig)]
+
+
+def test_dry_run_prints_order_verdicts_and_skipped_partitions_and_touches_nothing(
+    healthy_pods: StandIn,
+    kafka: Testbed,
+    bootstrap: str,
+    k8s_api: client.ApiClient,
+    k8s_control_plane: ControlPlane,
+    unique_name: str,
+) -> None:
+    core: Any = client.CoreV1Api(k8s_api)
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    # RF 2 with min.insync.replicas 2: can never roll safely, reported as skipped.
+    a.create_topics([NewTopic(unique_name, 1, 2, config={"min.insync.replicas": "2"})])[unique_name].result(
+        60
+    )
+    wait_for(lambda: unique_name in a.list_topics(timeout=5).topics, timeout=30, what="topic")
+    before, uids = pids(kafka), pod_uids(core)
+    result = CliRunner().invoke(app, [*base_args(bootstrap, k8s_control_plane), "--statefulset", "kafka"])
+    assert result.exit_code == 0, result.output
+    assert "DRY RUN" in result.output
+    assert "Order: " in result.output
+    assert "controller" in result.output
+    assert f"{unique_name}-0" in result.output and "skipped (RF <= min.insync.replicas" in result.output
+    assert pod_uids(core) == uids and pids(kafka) == before
+
+
+def test_dry_run_blocks_while_a_broker_is_down(
+    healthy_pods: StandIn,
+    kafka: Testbed,
+    bootstrap: str,
+    k8s_api: client.ApiClient,
+    k8s_control_plane: ControlPlane,
+) -> None:
+    kafka.stop(2)
+    wait_for(lambda: 2 not in faults.registered_brokers(bootstrap), timeout=60, what="broker 2 gone")
+    result = CliRunner().invoke(
+        app, [*base_args(bootstrap, k8s_control_plane), "--selector", "app.kubernetes.io/name=kafka"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "BLOCKED" in result.output and "one_at_a_time" in result.output
+
+
+def test_execute_restarts_the_chosen_broker_once(
+    healthy_pods: StandIn,
+    kafka: Testbed,
+    bootstrap: str,
+    k8s_api: client.ApiClient,
+    k8s_control_plane: ControlPlane,
+) -> None:
+    core: Any = client.CoreV1Api(k8s_api)
+    before, uids = pids(kafka), pod_uids(core)
+    result = CliRunner().invoke(
+        app,
+        [
+            *base_args(bootstrap, k8s_control_plane),
+            "--statefulset",
+            "kafka",
+            "--brokers",
+            "1",
+            "--pause",
+            "1s",
+            "--execute",
+            "--id",
+            "cli-test",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "Succeeded: restarted brokers 1" in result.output
+    after, uids_after = pids(kafka), pod_uids(core)
+    assert after[1] != before[1] and uids_after["kafka-1"] != uids["kafka-1"]
+    assert after[0] == before[0] and after[2] == before[2]
+    assert uids_after["kafka-0"] == uids["kafka-0"] and uids_after["kafka-2"] == uids["kafka-2"]
