@@ -353,3 +353,118 @@ def test_two_replicas_never_both_act(
         high.stop()
         if low is not None:
             low.stop()
+
+
+# ------------------------------------------------------------------------------------------------
+# Remediation through the operator: preferred leader election (issue 6).
+
+
+def _bounce(kafka: Testbed, broker: int) -> None:
+    """Stop and start a broker: its leaderships move away and stay away (no auto rebalance here)."""
+    kafka.stop(broker)
+    kafka.start(broker)
+    wait_for(
+        lambda: not faults.under_replicated(kafka.require().bootstrap_servers), timeout=120, what="URP 0"
+    )
+
+
+def _imbalanced_topic(kafka: Testbed, bootstrap: str, topic: str) -> set[tuple[str, int]]:
+    admin = faults.admin(bootstrap)
+    admin.create_topics([NewTopic(topic, 6, 3)])[topic].result(timeout=30)
+    wait_for(lambda: topic in faults.admin(bootstrap).list_topics(timeout=5).topics, timeout=30, what="topic")
+    _bounce(kafka, 1)
+    off = {tp for tp in faults.not_led_by_preferred(bootstrap) if tp[0] == topic}
+    assert off, "the bounce left every leader on its preferred replica"
+    return off
+
+
+def test_dry_run_and_closed_window_act_on_nothing(
+    k8s_control_plane: ControlPlane,
+    operator: OperatorProcess,
+    e2e_ns: str,
+    kafka: Testbed,
+    bootstrap: str,
+    unique_name: str,
+) -> None:
+    cp = k8s_control_plane
+    off = _imbalanced_topic(kafka, bootstrap, unique_name)
+    dry = policy(e2e_ns, "dry-run", bootstrap, remediation={"mode": "DryRun"})
+    closed = policy(
+        e2e_ns,
+        "closed-window",
+        bootstrap,
+        remediation={
+            "mode": "Enforce",
+            # A one-minute window once a year, on a day that is not today.
+            "maintenanceWindows": [{"schedule": "0 3 29 2 *", "duration": "1m", "timeZone": "UTC"}],
+            "preferredLeaderElection": {"requireMaintenanceWindow": True},
+        },
+    )
+    apply(cp, dry)
+    apply(cp, closed)
+    try:
+        dry_status = wait_status(
+            cp,
+            e2e_ns,
+            "dry-run",
+            lambda s: (
+                "DryRun" in json.dumps(s.get("withheld", []))
+                or condition(s, "Remediating").get("reason") == "DryRun"
+            ),
+            timeout=90,
+            what="a dry-run plan",
+        )
+        closed_status = wait_status(
+            cp,
+            e2e_ns,
+            "closed-window",
+            lambda s: any(w["reason"] == "OutsideMaintenanceWindow" for w in s.get("withheld", [])),
+            timeout=90,
+            what="withheld outside the window",
+        )
+        time.sleep(2 * INTERVAL_S)
+        still_off = {tp for tp in faults.not_led_by_preferred(bootstrap) if tp[0] == unique_name}
+        assert still_off == off, "something elected leaders although nothing may act"
+        for status in (dry_status, closed_status):
+            assert not status.get("history"), status.get("history")
+    finally:
+        kubectl(cp, "delete", "khp", "-n", e2e_ns, "dry-run", "closed-window", "--wait=true")
+
+
+def test_leader_imbalance_is_healed_within_two_intervals_in_enforce_mode(
+    k8s_control_plane: ControlPlane,
+    operator: OperatorProcess,
+    e2e_ns: str,
+    kafka: Testbed,
+    bootstrap: str,
+    unique_name: str,
+) -> None:
+    cp = k8s_control_plane
+    _imbalanced_topic(kafka, bootstrap, unique_name)
+    started = time.monotonic()
+    apply(cp, policy(e2e_ns, "heal", bootstrap, remediation={"mode": "Enforce"}))
+    try:
+        status = wait_status(
+            cp,
+            e2e_ns,
+            "heal",
+            lambda s: any(
+                h["action"] == "PreferredLeaderElection" and h["outcome"] == "Succeeded"
+                for h in s.get("history", [])
+            ),
+            timeout=120,
+            what="a succeeded preferred leader election in status.history",
+        )
+        wait_for(
+            lambda: not {tp for tp in faults.not_led_by_preferred(bootstrap) if tp[0] == unique_name},
+            timeout=30,
+            what="every partition led by its preferred replica",
+        )
+        healed_after = time.monotonic() - started
+        print(f"imbalance healed {healed_after:.1f}s after the policy was applied (interval {INTERVAL_S}s)")
+        record = next(h for h in status["history"] if h["action"] == "PreferredLeaderElection")
+        assert "elected" in record["message"]
+        assert any(e["reason"] == "ElectionSucceeded" for e in events_of(cp, e2e_ns, "heal"))
+        assert not status.get("currentRemediation")
+    finally:
+        kubectl(cp, "delete", "khp", "-n", e2e_ns, "heal", "--wait=true")
