@@ -1,7 +1,7 @@
 """Finding rows: the one DataFrame shape every check returns, and its trip to `Finding` models.
 
-Checks build finding rows in Spark (messages and evidence included) so the whole diagnosis
-is one plan; only the final, capped union of rows is collected to the driver.
+Checks build finding rows in Spark (messages and evidence included), so the rule and its
+wording live together and only the capped rows of each check travel to the driver.
 """
 
 from __future__ import annotations
@@ -97,14 +97,6 @@ def capped(rows: DataFrame, cap: int) -> DataFrame:
     )
 
 
-def union_all(frames: Iterable[DataFrame]) -> DataFrame:
-    frames = list(frames)
-    out = frames[0]
-    for df in frames[1:]:
-        out = out.unionByName(df)
-    return out
-
-
 def to_finding(row: Mapping[str, Any]) -> Finding:
     evidence = json.loads(str(row["evidence"])) if row["evidence"] else {}
     return Finding(
@@ -124,7 +116,7 @@ def to_finding(row: Mapping[str, Any]) -> Finding:
 
 
 def collect_findings(rows: DataFrame, cap: int) -> list[Finding]:
-    """Run the plan once, and turn the capped rows into findings, worst first.
+    """Run a check's plan, and turn its capped rows into findings, worst first.
 
     A check with more rows than `cap` gets one extra cluster-level finding saying how many
     were left out, so a truncated list never reads as the whole story.

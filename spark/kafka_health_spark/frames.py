@@ -10,6 +10,7 @@ or not the history already holds this snapshot.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -107,13 +108,15 @@ class Frames:
     log_dirs: DataFrame
     quorum: DataFrame
     quorum_voters: DataFrame
-    # History windows, each ending with the current snapshot as its newest sample.
+    # History windows, each ending with the current snapshot as its newest sample
+    # (partition_state: only the partitions with records in the window, see _partition_changes).
     partition_state: DataFrame
     broker_samples: DataFrame
     group_samples: DataFrame
     group_offset_samples: DataFrame
     group_activity: DataFrame  # group_samples over the offsets-retention lookback
     _shared: dict[str, DataFrame] = field(default_factory=dict, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def now_col(self) -> Column:
@@ -122,9 +125,10 @@ class Frames:
     def shared(self, name: str, build: Callable[[Frames], DataFrame]) -> DataFrame:
         """A frame derived once and reused by several checks: one plan to analyse, and Spark
         reuses its shuffles across the checks instead of recomputing them."""
-        if name not in self._shared:
-            self._shared[name] = build(self)
-        return self._shared[name]
+        with self._lock:  # checks run in threads
+            if name not in self._shared:
+                self._shared[name] = build(self)
+            return self._shared[name]
 
 
 def current_samples(frames: dict[str, DataFrame], now: datetime) -> dict[str, DataFrame]:
@@ -161,16 +165,20 @@ def current_samples(frames: dict[str, DataFrame], now: datetime) -> dict[str, Da
 
 
 def _partition_changes(
-    spark: SparkSession, root: str, cluster: str, since: datetime, until: datetime
+    spark: SparkSession, root: str, cluster: str, since: datetime, now: datetime, current: DataFrame
 ) -> DataFrame:
-    """partition_state records in [since, until), each changed partition led by its state before
-    `since`, so the window's first change is seen as a change and not as a starting point.
+    """The partition states a flapping check needs: for each partition with records in the
+    window, its state before `since`, its records in [since, now], and its current state.
 
     The history writes a partition only when it changed (and every partition in the first
-    snapshot of a day), so the state before `since` is the partition's last record within the
-    preceding day; only partitions that changed in the window are looked up.
+    snapshot of a day), so a partition without records in the window did not change in it, and
+    its state before `since` is its last record within the preceding day. Leaving the others out
+    keeps the sort small: a 1M-partition cluster has only its changed partitions here. (When this
+    snapshot is not recorded, a change exactly now of a partition with no other record in the
+    window is not seen: one change, never a flap on its own.) A record at `now` both in the
+    history and in `current` is the same state twice, which is no transition.
     """
-    window = read_history(spark, root, "partition_state", cluster, since, until)
+    window = read_history(spark, root, "partition_state", cluster, since, now + timedelta(microseconds=1))
     changed = window.select("topic", "partition").distinct()
     before = read_history(spark, root, "partition_state", cluster, since - timedelta(days=1), since)
     prior = (
@@ -179,7 +187,7 @@ def _partition_changes(
         .agg(F.max_by(F.struct("ts", "leader", "replicas", "isr"), "ts").alias("s"))
         .select("s.ts", "topic", "partition", "s.leader", "s.replicas", "s.isr")
     )
-    return prior.unionByName(window)
+    return prior.unionByName(window).unionByName(current.join(changed, ["topic", "partition"], "left_semi"))
 
 
 def build_frames(
@@ -201,11 +209,13 @@ def build_frames(
         return past.unionByName(sample)
 
     recent = timedelta(minutes=thresholds.window_minutes)
-    partition_state = current["partition_state"]
-    if history_root is not None:
-        partition_state = _partition_changes(
-            spark, history_root, snapshot.cluster, now - recent, now
-        ).unionByName(partition_state)
+    partition_state = (
+        _partition_changes(
+            spark, history_root, snapshot.cluster, now - recent, now, current["partition_state"]
+        )
+        if history_root is not None
+        else empty_frame(spark, HISTORY_SCHEMAS["partition_state"])
+    )
     return Frames(
         cluster=snapshot.cluster,
         now=now,

@@ -53,7 +53,9 @@ class Thresholds(BaseModel):
     )
 
     # -- consumer lag (Burrow-style)
-    lag_window_samples: int = Field(10, ge=2, description="Newest samples per partition a lag status uses.")
+    lag_window_samples: int = Field(
+        10, ge=2, description="Newest snapshots (samples) of the window a lag status uses."
+    )
     lag_min_samples: int = Field(
         3, ge=2, description="Samples needed for a Burrow-style status; fewer fall back to lag_warn_messages."
     )

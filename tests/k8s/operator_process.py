@@ -129,12 +129,17 @@ def wait_status(
 ) -> dict[str, Any]:
     """Poll the policy until `predicate(status)` holds; return the status."""
     started = time.monotonic()
+    last: dict[str, Any] = {}
 
     def check() -> dict[str, Any] | None:
-        status = get(cp, "khp", namespace, name).get("status") or {}
-        return status if predicate(status) else None
+        last.clear()
+        last.update(get(cp, "khp", namespace, name).get("status") or {})
+        return dict(last) if predicate(last) else None
 
-    status: dict[str, Any] = wait_for(check, timeout=timeout, interval=1.0, what=what)
+    try:
+        status: dict[str, Any] = wait_for(check, timeout=timeout, interval=1.0, what=what)
+    except TimeoutError as exc:
+        raise AssertionError(f"{namespace}/{name}: {exc}; last status: {json.dumps(last)[:3000]}") from None
     status["_waited_s"] = round(time.monotonic() - started, 1)
     return status
 

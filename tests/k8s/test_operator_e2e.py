@@ -468,3 +468,110 @@ def test_leader_imbalance_is_healed_within_two_intervals_in_enforce_mode(
         assert not status.get("currentRemediation")
     finally:
         kubectl(cp, "delete", "khp", "-n", e2e_ns, "heal", "--wait=true")
+
+
+def test_argocd_health_check_on_objects_this_suite_produced(
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str
+) -> None:
+    """deploy/argocd/health.lua on live objects the operator wrote (not hand-written fixtures)."""
+    from tests.ship.test_argocd_health import run_health
+
+    cp = k8s_control_plane
+    # Idempotent: the same objects earlier tests applied (instant when they ran first).
+    apply(cp, policy(e2e_ns, "healthy", bootstrap))
+    apply(cp, policy(e2e_ns, "unreachable", "127.0.0.1:1"))
+    paused = policy(e2e_ns, "paused", bootstrap, remediation={"paused": True})
+    apply(cp, paused)
+    wait_status(cp, e2e_ns, "healthy", lambda s: s.get("health") == "Healthy", timeout=90, what="Healthy")
+    wait_status(
+        cp,
+        e2e_ns,
+        "unreachable",
+        lambda s: condition(s, "Degraded").get("status") == "True",
+        timeout=90,
+        what="Degraded",
+    )
+    wait_status(cp, e2e_ns, "paused", lambda s: "lastDiagnosis" in s, timeout=90, what="paused diagnosed")
+    expected = {"healthy": "Healthy", "unreachable": "Degraded", "paused": "Suspended"}
+    for name, status in expected.items():
+        obj = get(cp, "khp", e2e_ns, name)
+        health = run_health(obj)
+        assert health["status"] == status, (name, health, obj.get("status"))
+
+
+# ------------------------------------------------------------------------------------------------
+# Rolling restart through the operator, with the operator killed mid-roll (issue 6).
+
+
+def _starts(kafka: Testbed) -> dict[int, int]:
+    """How many times each broker's JVM has started (its log keeps every start)."""
+    out = {}
+    for b in kafka.require().brokers:
+        log = kafka.log_path(b.id)
+        out[b.id] = log.read_text(errors="replace").count("Kafka Server started") if log.exists() else 0
+    return out
+
+
+def test_operator_rolls_every_broker_once_even_when_killed_mid_roll(
+    k8s_control_plane: ControlPlane,
+    crds: None,
+    kafka: Testbed,
+    bootstrap: str,
+    broker_pods: Any,
+    tmp_path: Path,
+) -> None:
+    cp = k8s_control_plane
+    ns = f"roll-{uuid.uuid4().hex[:6]}"
+    kubectl(cp, "create", "namespace", ns)
+    before = _starts(kafka)
+    body = policy(
+        ns,
+        "roll",
+        bootstrap,
+        remediation={
+            "mode": "Enforce",
+            "preferredLeaderElection": {"enabled": False},
+            "rollingRestart": {
+                "requireMaintenanceWindow": False,
+                "pauseBetweenBrokers": "0s",
+                "requests": [{"id": "r1", "reason": "e2e"}],
+            },
+        },
+    )
+    body["spec"]["cluster"]["brokerPods"] = {"namespace": "kafka", "statefulSet": "kafka"}
+    first = OperatorProcess(cp, tmp_path / "first", [ns], "--standalone").start()
+    second: OperatorProcess | None = None
+    try:
+        apply(cp, body)
+        wait_status(
+            cp,
+            ns,
+            "roll",
+            lambda s: len((s.get("currentRemediation") or {}).get("brokersDone") or []) >= 1,
+            timeout=300,
+            what="the first broker restarted",
+        )
+        first.stop(kill=True)  # SIGKILL: no clean shutdown, the roll is mid-way
+        second = OperatorProcess(cp, tmp_path / "second", [ns], "--standalone").start()
+        status = wait_status(
+            cp,
+            ns,
+            "roll",
+            lambda s: any(
+                r["id"] == "r1" and r["state"] in ("Succeeded", "Failed")
+                for r in s.get("rollingRestarts", [])
+            ),
+            timeout=600,
+            what="the roll finished",
+        )
+        result = next(r for r in status["rollingRestarts"] if r["id"] == "r1")
+        assert result["state"] == "Succeeded", result
+        assert sorted(result["brokersDone"]) == [0, 1, 2]
+        after = _starts(kafka)
+        assert {b: after[b] - before[b] for b in after} == {0: 1, 1: 1, 2: 1}, (before, after)
+        assert not status.get("currentRemediation")
+        assert any(h["action"] == "RollingRestart" and h["outcome"] == "Succeeded" for h in status["history"])
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()

@@ -167,6 +167,19 @@ class Load:
     acked: set[int] = field(default_factory=set)
     failed: int = 0
     consumed: list[int] = field(default_factory=list)
+    positions: dict[int, set[tuple[int, int]]] = field(default_factory=dict)
+    """value → the (partition, offset) it was read at: two positions = a duplicate in the data."""
+    redelivered: int = 0
+    """Records the consumer was handed twice at the same offset (client redelivery, not data)."""
+
+    def seen(self, value: int, partition: int, offset: int) -> None:
+        at = self.positions.setdefault(value, set())
+        if (partition, offset) in at:
+            self.redelivered += 1
+            return
+        at.add((partition, offset))
+        self.consumed.append(value)
+
     produced: int = 0
 
 
@@ -233,7 +246,7 @@ class ConsumerThread(threading.Thread):
             msgs: list[Any] = self.consumer.consume(500, timeout=0.5)
             for m in msgs:
                 if m.error() is None:
-                    self.load.consumed.append(int(m.value()))
+                    self.load.seen(int(m.value()), m.partition(), m.offset())
         self.consumer.close()
 
 
@@ -244,17 +257,17 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> list[int]:
         _, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
         ends[p] = hi
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[int] = []
+    out: dict[tuple[int, int], int] = {}  # (partition, offset) → value
     pos = dict.fromkeys(range(partitions), 0)
     deadline = time.monotonic() + 60
     while any(pos[p] < ends[p] for p in pos) and time.monotonic() < deadline:
         batch: list[Any] = c.consume(1000, timeout=1)
         for m in batch:
             if m.error() is None:
-                out.append(int(m.value()))
+                out[(m.partition(), m.offset())] = int(m.value())
                 pos[m.partition()] = m.offset() + 1
     c.close()
-    return out
+    return list(out.values())
 
 
 # ---------------------------------------------------------------------------------- (a)
@@ -316,7 +329,9 @@ def test_full_roll_under_load_loses_nothing_and_restarts_each_broker_once(
     # Zero acknowledged messages lost, zero duplicates (live consumer and the whole log).
     assert acked_at_roll_end > 1000
     assert load.acked <= set(load.consumed)
-    assert len(load.consumed) == len(set(load.consumed)), "duplicates seen by the consumer"
+    duplicates = {v: at for v, at in load.positions.items() if len(at) > 1}
+    assert duplicates == {}, "the same message written twice"
+    assert len(load.consumed) == len(set(load.consumed))
     log_values = read_all(bootstrap, topic, partitions)
     assert len(log_values) == len(set(log_values)), "duplicates in the log"
     assert load.acked <= set(log_values)

@@ -383,6 +383,7 @@ def _restart_next_broker(
             message=result.message,
             generation=policy.generation,
             breaker_reset=breaker_reset_token(policy.annotations),
+            finished_at=ctx.clock(),
         ),
     )
     out.current_remediation = None
@@ -442,6 +443,7 @@ def _resume_roll(
             message=result.message,
             generation=policy.generation,
             breaker_reset=breaker_reset_token(policy.annotations),
+            finished_at=ctx.clock(),
         ),
     )
     out.current_remediation = None

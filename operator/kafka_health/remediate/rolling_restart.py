@@ -7,8 +7,9 @@ Design §4, rolling restart, done to the letter for one broker:
 Every step is written through `persist` BEFORE it acts, so an operator restarted mid-step
 resumes at that step (`current`) and never restarts a broker twice:
 
-- CheckingSafety: a fresh LIVE snapshot (never the analytics one) and `check_restart_safety`;
-  not safe → outcome `unsafe`, nothing touched.
+- CheckingSafety: a fresh LIVE snapshot (never the analytics one) and `check_restart_safety`,
+  plus every other broker pod Ready (`pods_one_at_a_time`); not safe → outcome `unsafe`,
+  nothing touched, the roll back "between brokers" (step `WaitingSafe`).
 - DeletingPod: the pod's uid is recorded (in `current.message`, as `podUid=<uid>`) before the
   delete, which carries that uid as a precondition. On resume the pod is deleted again only
   when that very incarnation still exists and is not terminating.

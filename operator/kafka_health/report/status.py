@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel
+
 from kafka_health.models.findings import Diagnosis, Finding, Severity
 from kafka_health.models.policy import (
     Condition,
@@ -193,11 +195,18 @@ def status_after_cycle(
 def status_patch(status: KafkaHealthPolicyStatus) -> dict[str, Any]:
     """The status as the API server stores it (camelCase, no nulls; Kopf's own field left alone)."""
     body = status.model_dump(mode="json", by_alias=True, exclude_none=True)
-    # A merge patch keeps fields it does not mention: send an explicit null for every top-level
-    # field that is now empty (a finished currentRemediation, an approved pendingPlan, …).
+    # A merge patch keeps fields it does not mention: send an explicit null for every field that
+    # is now empty — a finished currentRemediation, an approved pendingPlan, and inside an object
+    # such as currentRemediation a currentBroker that went back to null between brokers. (Lists
+    # are replaced whole by a merge patch, so their items need no nulls.)
     for name, info in type(status).model_fields.items():
         alias = info.alias or name
-        if name != "kopf" and alias not in body:
+        value = getattr(status, name)
+        if name == "kopf":
+            continue
+        if value is None:
             body[alias] = None
+        elif isinstance(value, BaseModel):
+            body[alias] = value.model_dump(mode="json", by_alias=True)
     body.pop("kopf", None)
     return body

@@ -256,7 +256,13 @@ class Testbed:
             return
         cmd = self._java(
             TOOLS["kafka-storage"],
-            ["format", f"--cluster-id={state.cluster_id}", "-c", str(self.config_path(b.id)), "--ignore-formatted"],
+            [
+                "format",
+                f"--cluster-id={state.cluster_id}",
+                "-c",
+                str(self.config_path(b.id)),
+                "--ignore-formatted",
+            ],
             heap="256m",
             extra_jvm=[f"-Dkafka.logs.file={self.state_dir / 'logs' / 'tools.log'}"],
         )

@@ -1,7 +1,8 @@
 """Consumer lag judged the Burrow way, plus committed offsets that are out of range or about to expire.
 
 Lag alone says little (a busy group always trails a bit), so each group partition gets a status
-from its newest `lag_window_samples` samples, after LinkedIn Burrow's evaluation rules:
+from its samples in the newest `lag_window_samples` snapshots of the window, after LinkedIn
+Burrow's evaluation rules:
 1. lag is zero now or at any sample of the window → OK;
 2. the committed offset went backwards between two samples → REWIND;
 3. the committed offset never moved: STALL when the group has members (running, not
@@ -64,10 +65,17 @@ def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
         F.col("committed_offset").isNotNull() & F.col("log_end_offset").isNotNull()
     ).withColumn("lag", F.col("log_end_offset") - F.col("committed_offset"))
     key = ["group_id", "topic", "partition"]
-    newest = Window.partitionBy(*key).orderBy(F.col("ts").desc())
-    recent = samples.withColumn("age", F.row_number().over(newest)).where(
-        F.col("age") <= t.lag_window_samples
+    # Every snapshot samples every group, so "the newest N samples" of a partition are those of
+    # the newest N snapshots: a cut-off found over a handful of distinct timestamps, no per-partition
+    # ranking of every sample.
+    cutoff = (
+        samples.select("ts")
+        .distinct()
+        .orderBy(F.col("ts").desc())
+        .limit(t.lag_window_samples)
+        .agg(F.min("ts").alias("cutoff"))
     )
+    recent = samples.crossJoin(F.broadcast(cutoff)).where(F.col("ts") >= F.col("cutoff"))
     w = Window.partitionBy(*key).orderBy("ts")
     stepped = recent.withColumn("prev_committed", F.lag("committed_offset").over(w)).withColumn(
         "prev_lag", F.lag("lag").over(w)

@@ -70,9 +70,9 @@ def leader_imbalance(frames: Frames, t: Thresholds) -> DataFrame:
     )
 
 
-def _spread(counts: DataFrame, name: str) -> DataFrame:
-    """max, min, mean and max-min of `name` over the live brokers (one row)."""
-    return counts.agg(
+def _spread(name: str) -> list[F.Column]:
+    """max, min, mean, the brokers at max and min, and "broker:count,..." of `name` over live brokers."""
+    return [
         F.max(name).alias(f"{name}_max"),
         F.min(name).alias(f"{name}_min"),
         F.avg(name).alias(f"{name}_mean"),
@@ -81,27 +81,27 @@ def _spread(counts: DataFrame, name: str) -> DataFrame:
         F.array_join(F.array_sort(F.collect_list(F.format_string("%d:%d", "broker", name))), ",").alias(
             f"{name}_per_broker"
         ),
-    )
+    ]
 
 
 def leader_skew(frames: Frames, t: Thresholds) -> DataFrame:
     """Leader counts spread across live brokers wider than the threshold allows."""
-    alive = _alive(frames)
-    online = frames.partitions.where(F.col("leader").isNotNull())
-    led = online.groupBy(F.col("leader").alias("broker")).agg(F.count(F.lit(1)).alias("leaders"))
-    preferred = (
-        online.where(F.size("replicas") > 0)
-        .groupBy(F.element_at("replicas", 1).alias("broker"))
-        .agg(F.count(F.lit(1)).alias("preferred"))
+    # One pass over the partitions counts both the leaders and the preferred leaders per broker.
+    votes = frames.partitions.where(F.col("leader").isNotNull()).select(
+        F.explode(
+            F.array(
+                F.struct(F.col("leader").alias("broker"), F.lit(1).alias("led"), F.lit(0).alias("pref")),
+                F.struct(
+                    F.element_at("replicas", 1).alias("broker"), F.lit(0).alias("led"), F.lit(1).alias("pref")
+                ),
+            )
+        ).alias("v")
     )
-    counts = (
-        alive.join(led, "broker", "left")
-        .join(preferred, "broker", "left")
-        .fillna(0, subset=["leaders", "preferred"])
+    per_broker = votes.groupBy("v.broker").agg(
+        F.sum("v.led").alias("leaders"), F.sum("v.pref").alias("preferred")
     )
-    stats = _spread(counts.select("broker", "leaders"), "leaders").crossJoin(
-        _spread(counts.select("broker", "preferred"), "preferred")
-    )
+    counts = _alive(frames).join(per_broker, "broker", "left").fillna(0, subset=["leaders", "preferred"])
+    stats = counts.agg(*_spread("leaders"), *_spread("preferred"))
 
     def tolerated(name: str) -> F.Column:
         return F.greatest(
