@@ -25,8 +25,16 @@ def free_port() -> int:
 class OperatorProcess:
     """One `kafka-health operator` process with its own ports, history dir and log file."""
 
-    def __init__(self, cp: ControlPlane, workdir: Path, namespaces: list[str], *extra: str) -> None:
+    def __init__(
+        self,
+        cp: ControlPlane,
+        workdir: Path,
+        namespaces: list[str],
+        *extra: str,
+        kubeconfig: Path | None = None,
+    ) -> None:
         self.cp = cp
+        self.kubeconfig = kubeconfig or cp.kubeconfig
         self.workdir = workdir
         self.namespaces = namespaces
         self.extra = list(extra)
@@ -48,7 +56,7 @@ class OperatorProcess:
         ]  # fmt: skip
         env = {
             **os.environ,
-            "KUBECONFIG": str(self.cp.kubeconfig),
+            "KUBECONFIG": str(self.kubeconfig),
             "KAFKA_HEALTH_WORK_DIR": str(self.workdir / "work"),
         }
         with open(self.log_path, "ab") as log:

@@ -575,3 +575,36 @@ def test_operator_rolls_every_broker_once_even_when_killed_mid_roll(
         first.stop()
         if second is not None:
             second.stop()
+
+
+def test_operator_works_under_exactly_the_charts_rbac(
+    k8s_control_plane: ControlPlane, crds: None, bootstrap: str, tmp_path: Path
+) -> None:
+    """The operator with the chart's ServiceAccount and Role (and nothing more) does its job: no 403."""
+    from tests.ship.chart import install_operator_identity
+
+    cp = k8s_control_plane
+    home, watched = f"khop-{uuid.uuid4().hex[:6]}", f"khw-{uuid.uuid4().hex[:6]}"
+    for ns in (home, watched):
+        kubectl(cp, "create", "namespace", ns)
+    ident = install_operator_identity(cp, release="khp", namespace=home, watch=[watched], out_dir=tmp_path)
+    peering = next(
+        o["metadata"]["name"] for o in ident.objects if o["kind"] in ("KopfPeering", "ClusterKopfPeering")
+    )
+    op = OperatorProcess(cp, tmp_path / "op", [watched], "--peering", peering, kubeconfig=ident.kubeconfig)
+    op.start()
+    try:
+        apply(cp, policy(watched, "least-privilege", bootstrap))
+        status = wait_status(
+            cp,
+            watched,
+            "least-privilege",
+            lambda s: s.get("health") == "Healthy",
+            timeout=120,
+            what="Healthy",
+        )
+        assert condition(status, "Ready")["status"] == "True"
+        log = op.log()
+        assert "403" not in log and "Forbidden" not in log and "forbidden" not in log, log[-3000:]
+    finally:
+        op.stop()
