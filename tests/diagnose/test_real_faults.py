@@ -108,7 +108,9 @@ def test_bounced_broker_leaves_leaders_off_preferred_as_kafka_topics_shows(
         timeout=60,
         what="leadership moved off broker 2",
     )
-    faults.heal(kafka)  # broker 2 back and in every ISR, but (auto rebalance off) leading nothing
+    faults.heal(
+        kafka, restore_leaders=False
+    )  # broker 2 back in every ISR, (auto rebalance off) leading nothing
     try:
         d = diagnose(spark, bootstrap)
         tool = describe_all(kafka)

@@ -38,8 +38,9 @@ def registered_brokers(bootstrap: str) -> set[int]:
     return set(admin(bootstrap).list_topics(timeout=10).brokers)
 
 
-def heal(testbed: Testbed, *, timeout: float = 120.0) -> None:
-    """Resume paused brokers, start stopped ones, and wait until no partition is under-replicated."""
+def heal(testbed: Testbed, *, timeout: float = 120.0, restore_leaders: bool = True) -> None:
+    """Resume paused brokers, start stopped ones, wait until no partition is under-replicated and
+    (unless `restore_leaders=False`, for a test that wants the imbalance) elect preferred leaders."""
     state = testbed.require()
     for b in state.brokers:
         st = testbed.process_state(b)
@@ -53,7 +54,8 @@ def heal(testbed: Testbed, *, timeout: float = 120.0) -> None:
         timeout=timeout,
         what="every partition fully replicated again",
     )
-    restore_preferred_leaders(state.bootstrap_servers, timeout=timeout)
+    if restore_leaders:
+        restore_preferred_leaders(state.bootstrap_servers, timeout=timeout)
 
 
 def not_led_by_preferred(bootstrap: str) -> set[tuple[str, int]]:
