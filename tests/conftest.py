@@ -35,7 +35,9 @@ def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
 
 @pytest.fixture
 def kafka(testbed: Testbed) -> Iterator[Testbed]:
-    """The test cluster, healed after the test whatever the test did to it."""
+    """The test cluster, healed before the test (whatever an earlier test left, e.g. leaders moved by
+    a pod restart) and after it (whatever this test did)."""
+    faults.heal(testbed)
     yield testbed
     faults.heal(testbed)
 
