@@ -77,7 +77,7 @@ def events_of(cp: ControlPlane, ns: str, name: str) -> list[dict[str, Any]]:
 
 
 def test_policy_becomes_healthy_within_two_intervals_and_shows_columns(
-    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, kafka: Testbed, bootstrap: str
 ) -> None:
     cp = k8s_control_plane
     apply(cp, policy(e2e_ns, "healthy", bootstrap))
@@ -471,7 +471,7 @@ def test_leader_imbalance_is_healed_within_two_intervals_in_enforce_mode(
 
 
 def test_argocd_health_check_on_objects_this_suite_produced(
-    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, kafka: Testbed, bootstrap: str
 ) -> None:
     """deploy/argocd/health.lua on live objects the operator wrote (not hand-written fixtures)."""
     from tests.ship.test_argocd_health import run_health
@@ -578,7 +578,7 @@ def test_operator_rolls_every_broker_once_even_when_killed_mid_roll(
 
 
 def test_operator_works_under_exactly_the_charts_rbac(
-    k8s_control_plane: ControlPlane, crds: None, bootstrap: str, tmp_path: Path
+    k8s_control_plane: ControlPlane, crds: None, kafka: Testbed, bootstrap: str, tmp_path: Path
 ) -> None:
     """The operator with the chart's ServiceAccount and Role (and nothing more) does its job: no 403."""
     from tests.ship.chart import install_operator_identity
