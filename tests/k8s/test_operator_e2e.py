@@ -477,12 +477,15 @@ def test_argocd_health_check_on_objects_this_suite_produced(
     from tests.ship.test_argocd_health import run_health
 
     cp = k8s_control_plane
-    # Idempotent: the same objects earlier tests applied (instant when they ran first).
-    apply(cp, policy(e2e_ns, "healthy", bootstrap))
+    # A fresh policy (fresh history): earlier fault tests leave leader-change history behind that
+    # the windowed checks rightly report on older policies.
+    apply(cp, policy(e2e_ns, "argo-healthy", bootstrap))
     apply(cp, policy(e2e_ns, "unreachable", "127.0.0.1:1"))
     paused = policy(e2e_ns, "paused", bootstrap, remediation={"paused": True})
     apply(cp, paused)
-    wait_status(cp, e2e_ns, "healthy", lambda s: s.get("health") == "Healthy", timeout=90, what="Healthy")
+    wait_status(
+        cp, e2e_ns, "argo-healthy", lambda s: s.get("health") == "Healthy", timeout=120, what="Healthy"
+    )
     wait_status(
         cp,
         e2e_ns,
@@ -492,7 +495,7 @@ def test_argocd_health_check_on_objects_this_suite_produced(
         what="Degraded",
     )
     wait_status(cp, e2e_ns, "paused", lambda s: "lastDiagnosis" in s, timeout=90, what="paused diagnosed")
-    expected = {"healthy": "Healthy", "unreachable": "Degraded", "paused": "Suspended"}
+    expected = {"argo-healthy": "Healthy", "unreachable": "Degraded", "paused": "Suspended"}
     for name, status in expected.items():
         obj = get(cp, "khp", e2e_ns, name)
         health = run_health(obj)
@@ -575,36 +578,3 @@ def test_operator_rolls_every_broker_once_even_when_killed_mid_roll(
         first.stop()
         if second is not None:
             second.stop()
-
-
-def test_operator_works_under_exactly_the_charts_rbac(
-    k8s_control_plane: ControlPlane, crds: None, kafka: Testbed, bootstrap: str, tmp_path: Path
-) -> None:
-    """The operator with the chart's ServiceAccount and Role (and nothing more) does its job: no 403."""
-    from tests.ship.chart import install_operator_identity
-
-    cp = k8s_control_plane
-    home, watched = f"khop-{uuid.uuid4().hex[:6]}", f"khw-{uuid.uuid4().hex[:6]}"
-    for ns in (home, watched):
-        kubectl(cp, "create", "namespace", ns)
-    ident = install_operator_identity(cp, release="khp", namespace=home, watch=[watched], out_dir=tmp_path)
-    peering = next(
-        o["metadata"]["name"] for o in ident.objects if o["kind"] in ("KopfPeering", "ClusterKopfPeering")
-    )
-    op = OperatorProcess(cp, tmp_path / "op", [watched], "--peering", peering, kubeconfig=ident.kubeconfig)
-    op.start()
-    try:
-        apply(cp, policy(watched, "least-privilege", bootstrap))
-        status = wait_status(
-            cp,
-            watched,
-            "least-privilege",
-            lambda s: s.get("health") == "Healthy",
-            timeout=120,
-            what="Healthy",
-        )
-        assert condition(status, "Ready")["status"] == "True"
-        log = op.log()
-        assert "403" not in log and "Forbidden" not in log and "forbidden" not in log, log[-3000:]
-    finally:
-        op.stop()

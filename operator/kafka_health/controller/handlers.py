@@ -93,7 +93,16 @@ async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.Dae
         return
     outcome = cycle.result()
     duration = time.monotonic() - started
-    previous = parse_status(dict(body.status))
+    # The status as stored now: an executor's last step may be newer than the watch event that
+    # updated `body` (a stale status would make the planner resume a step already done).
+    try:
+        stored = await asyncio.to_thread(worker.runtime.k8s.read_policy, ns, name)
+    except K8sError as exc:
+        log.warning("cannot read %s/%s: %s", ns, name, exc)
+        return
+    if stored is None:
+        return  # deleted meanwhile
+    previous = parse_status(stored.get("status"))
     top_n = int(body.spec.get("diagnostics", {}).get("topFindings", 10))
     new_status = status_after_cycle(
         previous, outcome, now=datetime.now(UTC), generation=body.meta.get("generation"), top_n=top_n
@@ -109,7 +118,7 @@ async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.Dae
                 log.warning("status of %s/%s not written: %s", ns, name, exc)
 
     if outcome.diagnosis is not None and outcome.problem is None and not outcome.remediation_blockers:
-        metadata = {**dict(body.metadata), "annotations": dict(body.metadata.annotations)}
+        metadata = dict(stored.get("metadata") or {})
 
         def on_event(type_: str, reason: str, message: str) -> None:
             events.post(body, events.EventSpec(type_, reason, message))

@@ -144,6 +144,16 @@ class K8s:
         except ApiException as exc:
             raise _wrap(f"status of KafkaHealthPolicy {namespace}/{name}", exc) from None
 
+    def read_policy(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The policy as stored now (None when deleted): the freshest status, newer than a watch event."""
+        try:
+            obj: Any = self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _wrap(f"KafkaHealthPolicy {namespace}/{name}", exc) from None
+        return dict(obj)
+
     def list_policies(self, namespace: str | None = None) -> list[dict[str, Any]]:
         res: Any
         try:
