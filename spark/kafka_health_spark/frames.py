@@ -54,6 +54,12 @@ HISTORY_SCHEMAS: dict[str, T.StructType] = {n: spark_schema(s) for n, s in HISTO
 PARTITION_COLUMNS = [T.StructField("cluster", T.StringType()), T.StructField("date", T.StringType())]
 
 
+def history_read_schema(table: str) -> T.StructType:
+    """A history table's columns plus its partition columns, as a new schema (the module's
+    schemas are shared: StructType.add would change them for every later reader)."""
+    return T.StructType([*HISTORY_SCHEMAS[table].fields, *PARTITION_COLUMNS])
+
+
 def to_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> DataFrame:
     return spark.createDataFrame(table, schema=schema)
 
@@ -77,7 +83,7 @@ def read_history(
     """
     schema = HISTORY_SCHEMAS[table]
     since, until = tables.utc(since), tables.utc(until)
-    full = T.StructType([*schema.fields, *PARTITION_COLUMNS])
+    full = history_read_schema(table)
     try:
         df = spark.read.schema(full).parquet(f"{root.rstrip('/')}/{table}")
         df.schema  # noqa: B018 - Spark Connect resolves lazily; a missing path must fail here
@@ -123,8 +129,7 @@ class Frames:
         return F.lit(self.now).cast("timestamp")
 
     def shared(self, name: str, build: Callable[[Frames], DataFrame]) -> DataFrame:
-        """A frame derived once and reused by several checks: one plan to analyse, and Spark
-        reuses its shuffles across the checks instead of recomputing them."""
+        """A frame derived once and reused by several checks (built and analysed once, not per check)."""
         with self._lock:  # checks run in threads
             if name not in self._shared:
                 self._shared[name] = build(self)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import NewTopic
 
 from kafka_health._kits.waiting import wait_for
 from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
@@ -37,19 +36,6 @@ def now() -> datetime:
 def admin(bootstrap: str) -> Iterator[KafkaAdmin]:
     with KafkaAdmin({"bootstrap.servers": bootstrap}) as a:
         yield a
-
-
-def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS) -> None:
-    client = faults.admin(bootstrap)  # kept alive until its future resolves
-    client.create_topics([NewTopic(name, partitions, 3)])[name].result(timeout=30)
-    wait_for(
-        lambda: (
-            len(faults.admin(bootstrap).list_topics(topic=name, timeout=5).topics[name].partitions)
-            == partitions
-        ),
-        timeout=30,
-        what=f"topic {name}",
-    )
 
 
 def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
@@ -84,7 +70,7 @@ def test_snapshot_agrees_with_kafka_tools(
     testbed: Testbed, bootstrap: str, unique_name: str, admin: KafkaAdmin
 ) -> None:
     topic = group_id = unique_name
-    create_topic(bootstrap, topic)
+    faults.create_topic(bootstrap, topic)
     produce(bootstrap, topic, {p: 10 + p for p in range(PARTITIONS)})
     altered = testbed.tool(
         "kafka-configs",
@@ -182,7 +168,7 @@ def test_snapshot_agrees_with_kafka_tools(
 def test_stopped_broker_is_not_alive_and_its_replicas_leave_the_isr(
     kafka: Testbed, bootstrap: str, unique_name: str, admin: KafkaAdmin
 ) -> None:
-    create_topic(bootstrap, unique_name)
+    faults.create_topic(bootstrap, unique_name)
     kafka.stop(1)
     snap = collect_snapshot(admin, "testbed", now)
 
@@ -247,7 +233,7 @@ def test_unreachable_cluster_is_reported_quickly_without_leaking_secrets(
 def test_history_records_isr_transitions_only_when_they_change(
     kafka: Testbed, bootstrap: str, unique_name: str, admin: KafkaAdmin, tmp_path: Path
 ) -> None:
-    create_topic(bootstrap, unique_name)
+    faults.create_topic(bootstrap, unique_name)
     store = HistoryStore(tmp_path)
 
     def cycle() -> ClusterSnapshot:

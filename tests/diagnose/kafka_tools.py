@@ -6,41 +6,12 @@ import re
 from datetime import UTC, datetime
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import NewTopic
 
-from kafka_health._kits.waiting import wait_for
 from kafka_health.cli.diagnose import collect
 from kafka_health.models.snapshot import ClusterSnapshot
-from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 
 TopicPartition = tuple[str, int]
-
-
-def create_topic(
-    bootstrap: str,
-    name: str,
-    partitions: int = 6,
-    rf: int = 3,
-    *,
-    assignment: list[list[int]] | None = None,
-) -> None:
-    client = faults.admin(bootstrap)  # kept alive until its future resolves
-    new = (
-        NewTopic(name, len(assignment), -1, replica_assignment=assignment)
-        if assignment
-        else NewTopic(name, partitions, rf)
-    )
-    client.create_topics([new])[name].result(timeout=30)
-    expected = len(assignment) if assignment else partitions
-    wait_for(
-        lambda: (
-            len(faults.admin(bootstrap).list_topics(topic=name, timeout=5).topics[name].partitions)
-            == expected
-        ),
-        timeout=30,
-        what=f"topic {name}",
-    )
 
 
 def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:

@@ -20,9 +20,9 @@ from kafka_health.history.store import HistoryStore
 from kafka_health.models.findings import Diagnosis, Severity, SubjectKind
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
+from kafka_health.testbed.faults import create_topic
 from kafka_health_spark.thresholds import Thresholds
 from tests.diagnose.kafka_tools import (
-    create_topic,
     describe_all,
     describe_list,
     group_lag,

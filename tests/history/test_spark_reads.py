@@ -20,7 +20,7 @@ CLUSTER = "kafka-0.kafka:9092,kafka-1.kafka:9092"
 def test_spark_reads_every_table_with_partition_pruning(tmp_path: Path) -> None:
     from pyspark.sql import functions as F
 
-    from kafka_health_spark.frames import HISTORY_SCHEMAS, PARTITION_COLUMNS
+    from kafka_health_spark.frames import HISTORY_SCHEMAS, history_read_schema
     from kafka_health_spark.session import get_session
 
     spark = get_session(master="local[2]", shuffle_partitions=4, driver_memory="1g")
@@ -33,7 +33,7 @@ def test_spark_reads_every_table_with_partition_pruning(tmp_path: Path) -> None:
     store.compact(CLUSTER)
 
     for table in TABLES:
-        full = HISTORY_SCHEMAS[table].add(PARTITION_COLUMNS[0]).add(PARTITION_COLUMNS[1])
+        full = history_read_schema(table)
         df = spark.read.schema(full).parquet(str(store.table_path(table)))
         day = (T0 + timedelta(days=1)).date().isoformat()
         ours = df.where((F.col("cluster") == CLUSTER) & (F.col("date") == day)).orderBy("ts")
@@ -41,3 +41,5 @@ def test_spark_reads_every_table_with_partition_pruning(tmp_path: Path) -> None:
         got = ours.select(*TABLES[table].names).toArrow()
         assert got.num_rows == expected.num_rows, table
         assert got.column("ts").to_pylist() == expected.column("ts").to_pylist(), table
+        # Reading must not change the shared schemas later readers build on.
+        assert HISTORY_SCHEMAS[table].names == TABLES[table].names, table

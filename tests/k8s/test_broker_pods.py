@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import NewTopic
 from kubernetes import client, watch
 
 from kafka_health._kits.waiting import wait_for
@@ -32,8 +31,7 @@ def broker_pid(testbed: Testbed, broker_id: int) -> int | None:
 
 
 def produce(bootstrap: str, topic: str, n: int) -> set[str]:
-    admin = faults.admin(bootstrap)
-    admin.create_topics([NewTopic(topic, 6, 3)])[topic].result(timeout=30)
+    faults.create_topic(bootstrap, topic)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
     acked: set[str] = set()
     for i in range(n):

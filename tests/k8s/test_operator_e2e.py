@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import NewTopic
 
 from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed import faults
@@ -124,8 +123,7 @@ def test_stopped_broker_is_reported_with_an_event_then_clears(
     unique_name: str,
 ) -> None:
     cp = k8s_control_plane
-    admin = faults.admin(bootstrap)
-    admin.create_topics([NewTopic(unique_name, 3, 3)])[unique_name].result(timeout=30)
+    faults.create_topic(bootstrap, unique_name, 3)
     apply(cp, policy(e2e_ns, "broker-down", bootstrap, diagnostics={"topFindings": 50}))
     wait_status(cp, e2e_ns, "broker-down", lambda s: s.get("health") == "Healthy", timeout=90, what="Healthy")
 
@@ -369,9 +367,7 @@ def _bounce(kafka: Testbed, broker: int) -> None:
 
 
 def _imbalanced_topic(kafka: Testbed, bootstrap: str, topic: str) -> set[tuple[str, int]]:
-    admin = faults.admin(bootstrap)
-    admin.create_topics([NewTopic(topic, 6, 3)])[topic].result(timeout=30)
-    wait_for(lambda: topic in faults.admin(bootstrap).list_topics(timeout=5).topics, timeout=30, what="topic")
+    faults.create_topic(bootstrap, topic)
     _bounce(kafka, 1)
     off = {tp for tp in faults.not_led_by_preferred(bootstrap) if tp[0] == topic}
     assert off, "the bounce left every leader on its preferred replica"

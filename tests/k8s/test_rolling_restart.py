@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from kubernetes import client
 
 from kafka_health._kits.waiting import wait_for
@@ -90,19 +90,7 @@ def healthy_pods(broker_pods: StandIn, kafka: Testbed) -> Iterator[StandIn]:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 6) -> None:
-    a = AdminClient(_quiet_conf(bootstrap))
-    futures = a.create_topics(
-        [NewTopic(name, partitions, 3, config={"min.insync.replicas": "2"})], operation_timeout=30
-    )
-    futures[name].result(timeout=60)
-    wait_for(
-        lambda: (
-            len(a.list_topics(name, timeout=5).topics[name].partitions) == partitions
-            and all(len(p.isrs) == 3 for p in a.list_topics(name, timeout=5).topics[name].partitions.values())
-        ),
-        timeout=60,
-        what=f"topic {name} fully replicated",
-    )
+    faults.create_topic(bootstrap, name, partitions, config={"min.insync.replicas": "2"})
 
 
 # ---------------------------------------------------------------------------------- samplers

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
 from kubernetes import client
 from typer.testing import CliRunner
 
@@ -53,12 +52,8 @@ def test_dry_run_prints_order_verdicts_and_skipped_partitions_and_touches_nothin
     unique_name: str,
 ) -> None:
     core: Any = client.CoreV1Api(k8s_api)
-    a = AdminClient({"bootstrap.servers": bootstrap})
     # RF 2 with min.insync.replicas 2: can never roll safely, reported as skipped.
-    a.create_topics([NewTopic(unique_name, 1, 2, config={"min.insync.replicas": "2"})])[unique_name].result(
-        60
-    )
-    wait_for(lambda: unique_name in a.list_topics(timeout=5).topics, timeout=30, what="topic")
+    faults.create_topic(bootstrap, unique_name, 1, 2, config={"min.insync.replicas": "2"})
     before, uids = pids(kafka), pod_uids(core)
     result = CliRunner().invoke(app, [*base_args(bootstrap, k8s_control_plane), "--statefulset", "kafka"])
     assert result.exit_code == 0, result.output

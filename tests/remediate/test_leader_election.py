@@ -18,7 +18,7 @@ from kafka_health.plan.leader_election_plan import ElectionPlan, TopicPartition,
 from kafka_health.remediate.leader_election import ElectionStatus, execute_election
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
-from tests.diagnose.kafka_tools import create_topic
+from kafka_health.testbed.faults import create_topic
 
 pytestmark = pytest.mark.kafka
 

@@ -38,7 +38,7 @@ from kafka_health.remediate.offset_reset import (
     saved_offsets_name,
 )
 from kafka_health.testbed.cluster import Testbed
-from tests.diagnose.kafka_tools import create_topic
+from kafka_health.testbed.faults import create_topic
 
 pytestmark = pytest.mark.kafka
 

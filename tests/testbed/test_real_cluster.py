@@ -7,23 +7,13 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import NewTopic
 
 from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
+from kafka_health.testbed.faults import create_topic
 
 pytestmark = pytest.mark.kafka
-
-
-def create_topic(bootstrap: str, name: str, partitions: int = 6, rf: int = 3) -> None:
-    admin = faults.admin(bootstrap)  # keep the client alive until its future resolves
-    admin.create_topics([NewTopic(name, partitions, rf)])[name].result(timeout=30)
-    wait_for(
-        lambda: name in faults.admin(bootstrap).list_topics(timeout=5).topics,
-        timeout=30,
-        what=f"topic {name}",
-    )
 
 
 def partition_leaders(bootstrap: str, topic: str) -> dict[int, int]:

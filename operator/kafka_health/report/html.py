@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from kafka_health.models.findings import BrokerSummary, Diagnosis, DiagnosisSummary, SeriesPoint
 from kafka_health.report.table import counts, subject_label
 
-GIB = 1024**3
+_UNITS = [("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("bytes", 1.0)]
 
 
 def _png(fig: Figure) -> str:
@@ -113,14 +113,19 @@ def plot_disk(summary: DiagnosisSummary) -> str | None:
     left.set_ylim(0, 100)
     left.set_xlabel("broker")
     left.set_ylabel("% of volume used")
-    left.set_title("Disk used now")
+    left.set_title("Log-dir volumes now")
+    top = max((p.value for p in summary.disk_used_bytes), default=0.0)
+    unit, scale = next(((u, s) for u, s in _UNITS if top >= s), _UNITS[-1])
     for broker, points in series.items():
         right.plot(
-            mdates.date2num([p.ts for p in points]), [p.value / GIB for p in points], label=f"broker {broker}"
+            mdates.date2num([p.ts for p in points]),
+            [p.value / scale for p in points],
+            label=f"broker {broker}",
         )
     right.xaxis_date(tz="UTC")
-    right.set_ylabel("GiB used")
-    right.set_title("Disk used over time")
+    right.set_ylim(bottom=0)
+    right.set_ylabel(f"{unit} of Kafka logs")
+    right.set_title("Kafka's log bytes over time")
     if series:
         right.legend(fontsize=8)
     fig.autofmt_xdate()

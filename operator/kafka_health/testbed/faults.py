@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed.cluster import Testbed
@@ -21,6 +21,36 @@ _QUIET.addHandler(logging.NullHandler())
 def admin(bootstrap: str) -> AdminClient:
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _QUIET, "socket.timeout.ms": 5000}
     return AdminClient(conf)
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int = 6,
+    rf: int = 3,
+    *,
+    assignment: list[list[int]] | None = None,
+    config: dict[str, str] | None = None,
+    timeout: float = 60.0,
+) -> None:
+    """Create a topic and wait until every partition has a leader and a full ISR: Kafka answers
+    CreateTopics before the leaders are known to every broker, and a test that reads leaders
+    right away would otherwise see -1 or a missing partition."""
+    client = admin(bootstrap)  # kept alive until its future resolves
+    new = (
+        NewTopic(name, replica_assignment=assignment, config=config or {})
+        if assignment
+        else NewTopic(name, partitions, rf, config=config or {})
+    )
+    client.create_topics([new], operation_timeout=timeout)[name].result(timeout=timeout)
+    expected = len(assignment) if assignment else partitions
+
+    def ready() -> bool:
+        topic = admin(bootstrap).list_topics(topic=name, timeout=5).topics[name]
+        parts = topic.partitions.values()
+        return len(parts) == expected and all(p.leader >= 0 and len(p.isrs) == len(p.replicas) for p in parts)
+
+    wait_for(ready, timeout=timeout, what=f"topic {name} led and fully replicated")
 
 
 def under_replicated(bootstrap: str) -> set[tuple[str, int]]:

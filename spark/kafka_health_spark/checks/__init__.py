@@ -15,8 +15,11 @@ Check = Callable[[Frames, Thresholds], DataFrame]
 
 
 def id_list(col: Column) -> Column:
-    """An array of broker ids as text, "1,2,3": readable in messages and JSON evidence alike."""
-    return F.concat_ws(",", F.array_sort(col).cast("array<string>"))
+    """An array of broker ids as text, "1,2,3" ("none" when empty): readable in messages and
+    JSON evidence alike."""
+    return F.when(F.size(col) > 0, F.concat_ws(",", F.array_sort(col).cast("array<string>"))).otherwise(
+        F.lit("none")
+    )
 
 
 def all_checks() -> list[Check]:

@@ -118,7 +118,11 @@ def under_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
             F.coalesce(F.col("min_isr").cast("string"), F.lit("?")),
         ),
         evidence={**_evidence(), "out_of_sync": F.col("missing")},
-        remediation=F.format_string("restore broker(s) %s to the ISR", "missing"),
+        remediation=F.when(
+            F.col("isr_size") < F.col("rf"), F.format_string("restore broker(s) %s to the ISR", "missing")
+        )
+        .when(F.col("leader").isNull(), F.lit("bring back a replica of the partition"))
+        .otherwise(F.lit("min.insync.replicas exceeds the replication factor: see min_isr_too_high")),
     )
 
 
