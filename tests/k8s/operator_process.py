@@ -14,6 +14,7 @@ from typing import Any
 
 from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed.controlplane import ControlPlane, find_binaries
+from tests.ship.chart import OperatorIdentity, chart_values, install_operator_identity, operator_args
 
 
 def free_port() -> int:
@@ -104,6 +105,28 @@ class OperatorProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
+
+
+def chart_operator(
+    cp: ControlPlane, workdir: Path, namespace: str, *, extra_namespaces: tuple[str, ...] = ()
+) -> tuple[OperatorProcess, OperatorIdentity]:
+    """The operator as the Helm chart deploys it: the chart's ServiceAccount, Role(s), bindings
+    and KopfPeering applied to the API server, the process authenticated as that ServiceAccount
+    (a TokenRequest token) and started with the chart's own container args. A verb the operator
+    needs and the chart does not grant fails the e2e test that needs it."""
+    release = f"kho-{namespace}"
+    values = chart_values(watch=[namespace], extra_namespaces=extra_namespaces)
+    workdir.mkdir(parents=True, exist_ok=True)
+    ident = install_operator_identity(
+        cp,
+        release=release,
+        namespace=namespace,
+        watch=[namespace],
+        extra_namespaces=extra_namespaces,
+        out_dir=workdir,
+    )
+    args = operator_args(values, release=release, namespace=namespace)
+    return OperatorProcess(cp, workdir, [], *args, kubeconfig=ident.kubeconfig), ident
 
 
 def kubectl(

@@ -1,6 +1,7 @@
 """The operator end to end: real kube-apiserver, real Kafka, the real `kafka-health operator` process.
 
-One operator process serves the module's namespace; each test makes its own policies in it.
+One operator process serves the module's namespace, under exactly the Helm chart's RBAC and
+flags; each test makes its own policies in it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
-from tests.k8s.operator_process import OperatorProcess, apply, condition, get, kubectl, wait_status
+from tests.k8s.operator_process import (
+    OperatorProcess,
+    apply,
+    chart_operator,
+    condition,
+    get,
+    kubectl,
+    wait_status,
+)
 from tests.unit.resources.bad_specs import BAD_SPECS
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
@@ -48,10 +57,12 @@ def e2e_ns(k8s_control_plane: ControlPlane, crds: None) -> str:
 def operator(
     k8s_control_plane: ControlPlane, e2e_ns: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(k8s_control_plane, tmp_path_factory.mktemp("operator"), [e2e_ns], "--standalone")
+    """The module's operator runs under exactly the chart's RBAC, peering and flags (issue 7)."""
+    op, ident = chart_operator(k8s_control_plane, tmp_path_factory.mktemp("operator"), e2e_ns)
     op.start()
     yield op
     op.stop()
+    ident.uninstall()
 
 
 def policy(ns: str, name: str, bootstrap: str | list[str], **spec: Any) -> dict[str, Any]:
@@ -538,7 +549,9 @@ def test_operator_rolls_every_broker_once_even_when_killed_mid_roll(
         },
     )
     body["spec"]["cluster"]["brokerPods"] = {"namespace": "kafka", "statefulSet": "kafka"}
-    first = OperatorProcess(cp, tmp_path / "first", [ns], "--standalone").start()
+    # As the chart deploys it: its Role in `ns`, its pods/statefulsets Role in "kafka", its flags.
+    first, ident = chart_operator(cp, tmp_path / "first", ns, extra_namespaces=("kafka",))
+    first.start()
     second: OperatorProcess | None = None
     try:
         apply(cp, body)
@@ -551,7 +564,10 @@ def test_operator_rolls_every_broker_once_even_when_killed_mid_roll(
             what="the first broker restarted",
         )
         first.stop(kill=True)  # SIGKILL: no clean shutdown, the roll is mid-way
-        second = OperatorProcess(cp, tmp_path / "second", [ns], "--standalone").start()
+        # The replacement pod: same identity and flags, fresh process and disk.
+        second = OperatorProcess(
+            cp, tmp_path / "second", [], *first.extra, kubeconfig=ident.kubeconfig
+        ).start()
         status = wait_status(
             cp,
             ns,
@@ -574,3 +590,4 @@ def test_operator_rolls_every_broker_once_even_when_killed_mid_roll(
         first.stop()
         if second is not None:
             second.stop()
+        ident.uninstall()

@@ -183,6 +183,22 @@ def permissions(rules: Iterable[Rule]) -> set[tuple[str, str, str]]:
     }
 
 
+# Flags the test harness sets per process (free ports, a temporary history dir).
+_PER_PROCESS_FLAGS = ("--metrics-port", "--health-port", "--history-dir")
+
+
+def operator_args(values: dict[str, Any] | None = None, *, release: str, namespace: str) -> list[str]:
+    """The operator container's args as the chart renders them (after the `operator` verb), minus
+    the per-process flags: the e2e suite runs the operator with exactly the chart's flags."""
+    deployment = one(render(values, release=release, namespace=namespace), "Deployment")
+    container = next(
+        c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "operator"
+    )
+    args = [str(a) for a in container["args"]]
+    assert args[0] == "operator", args
+    return [a for a in args[1:] if not a.startswith(_PER_PROCESS_FLAGS)]
+
+
 # --------------------------------------------------------------------------------------------
 # On a real API server
 
