@@ -65,6 +65,14 @@ def operator(
     ident.uninstall()
 
 
+@pytest.fixture(autouse=True)
+def _policies_deleted_after_each_test(k8s_control_plane: ControlPlane, e2e_ns: str) -> Iterator[None]:
+    """Each test's policies go when it ends: a policy left behind would keep the module's operator
+    diagnosing it every interval for the rest of the module, slowing every later test."""
+    yield
+    kubectl(k8s_control_plane, "delete", "khp", "--all", "-n", e2e_ns, "--wait=true", "--timeout=120s")
+
+
 def policy(ns: str, name: str, bootstrap: str | list[str], **spec: Any) -> dict[str, Any]:
     servers = bootstrap.split(",") if isinstance(bootstrap, str) else bootstrap
     body: dict[str, Any] = {
@@ -475,6 +483,73 @@ def test_leader_imbalance_is_healed_within_two_intervals_in_enforce_mode(
         assert not status.get("currentRemediation")
     finally:
         kubectl(cp, "delete", "khp", "-n", e2e_ns, "heal", "--wait=true")
+
+
+def test_offset_reset_waits_for_approval_saves_offsets_then_applies_once(
+    k8s_control_plane: ControlPlane,
+    operator: OperatorProcess,
+    e2e_ns: str,
+    kafka: Testbed,
+    bootstrap: str,
+    unique_name: str,
+) -> None:
+    """An offset reset request through the operator: planned, held for approval (nothing
+    committed), approved by annotation, the old offsets saved to a ConfigMap, applied once."""
+    from datetime import UTC, datetime, timedelta
+
+    from kafka_health.collect.kafka_admin import KafkaAdmin
+    from kafka_health.remediate.offset_reset import OFFSETS_KEY
+    from tests.remediate.test_offset_reset import MESSAGES, commit, committed, produce_timed
+
+    cp = k8s_control_plane
+    group = f"{unique_name}-sink"  # the unique_name fixture deletes it afterwards
+    faults.create_topic(bootstrap, unique_name, 2)
+    produce_timed(bootstrap, unique_name, 2, datetime.now(UTC) - timedelta(hours=3))
+    commit(bootstrap, group, {(unique_name, 0): MESSAGES, (unique_name, 1): MESSAGES})
+    admin = KafkaAdmin({"bootstrap.servers": bootstrap})
+    before = committed(admin, group)
+    body = policy(
+        e2e_ns,
+        "reset",
+        bootstrap,
+        remediation={
+            "mode": "Enforce",
+            "requireApproval": True,
+            "preferredLeaderElection": {"enabled": False},
+            "offsetResets": {
+                "requests": [{"id": "restore-1", "group": group, "topics": [unique_name], "earliest": True}]
+            },
+        },
+    )
+    apply(cp, body)
+    try:
+        pending = wait_status(
+            cp, e2e_ns, "reset", lambda s: bool((s.get("pendingPlan") or {}).get("planId")),
+            timeout=120, what="a plan awaiting approval",
+        )  # fmt: skip
+        plan_id = pending["pendingPlan"]["planId"]
+        time.sleep(INTERVAL_S)  # another cycle: still nothing may change without approval
+        assert committed(admin, group) == before
+        kubectl(cp, "annotate", "khp", "-n", e2e_ns, "reset", f"kafkahealth.io/approve-plan={plan_id}")
+        status = wait_status(
+            cp, e2e_ns, "reset",
+            lambda s: any(r["id"] == "restore-1" and r["state"] in ("Succeeded", "Failed", "Blocked")
+                          for r in s.get("offsetResets") or []),
+            timeout=120, what="the reset finished",
+        )  # fmt: skip
+        result = next(r for r in status["offsetResets"] if r["id"] == "restore-1")
+        assert result["state"] == "Succeeded", result
+        assert committed(admin, group) == {(unique_name, 0): 0, (unique_name, 1): 0}
+        saved = json.loads(get(cp, "configmap", e2e_ns, result["savedOffsets"])["data"][OFFSETS_KEY])
+        assert {(p["topic"], p["partition"]): p["offset"] for p in saved["partitions"]} == before
+        # Applied once per id: committing again is not undone by later cycles.
+        commit(bootstrap, group, {(unique_name, 0): 5, (unique_name, 1): 5})
+        time.sleep(2 * INTERVAL_S)
+        assert committed(admin, group) == {(unique_name, 0): 5, (unique_name, 1): 5}
+        assert any(h["action"] == "OffsetReset" and h["outcome"] == "Succeeded" for h in status["history"])
+    finally:
+        kubectl(cp, "delete", "khp", "-n", e2e_ns, "reset", "--wait=true")
+        admin.close()
 
 
 def test_argocd_health_check_on_objects_this_suite_produced(

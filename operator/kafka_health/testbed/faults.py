@@ -38,7 +38,7 @@ def create_topic(
     right away would otherwise see -1 or a missing partition."""
     client = admin(bootstrap)  # kept alive until its future resolves
     new = (
-        NewTopic(name, replica_assignment=assignment, config=config or {})
+        NewTopic(name, len(assignment), -1, replica_assignment=assignment, config=config or {})
         if assignment
         else NewTopic(name, partitions, rf, config=config or {})
     )
