@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -229,27 +230,37 @@ def _not_empty(group: ConsumerGroup | None) -> str | None:
     )
 
 
+def _offset(value: int | None, unknown: str = "-") -> str:
+    return unknown if value is None else str(value)
+
+
+# (topic, partition, committed now, offset to commit, note)
+OffsetChange = tuple[str, int, int | None, int | None, str | None]
+
+
+def _echo_offset_changes(group: str, changes: Iterable[OffsetChange], *, unknown_target: str) -> None:
+    """The CURRENT-OFFSET → NEW-OFFSET table, alike for a reset plan and for a rollback."""
+    rows = [
+        [group, topic, str(partition), _offset(current), _offset(target, unknown_target), note or ""]
+        for topic, partition, current, target, note in changes
+    ]
+    typer.echo(
+        _table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "NOTE"], rows), nl=False
+    )
+
+
 def _print_plan(plan: OffsetResetPlan, output: Output, execute: bool) -> None:
     if output is Output.json:
         return
-    rows = [
-        [
-            plan.group,
-            e.topic,
-            str(e.partition),
-            "-" if e.current is None else str(e.current),
-            "?" if e.target is None else str(e.target),
-            e.note or "",
-        ]
-        for e in plan.entries
-    ]
     when = f" (offsets at {plan.timestamp.isoformat()})" if plan.timestamp else ""
     typer.echo(
         f"Offset reset of group {plan.group}, strategy {plan.strategy}{when}, "
         f"{'EXECUTING' if execute else 'DRY RUN (use --execute to reset)'}:"
     )
-    typer.echo(
-        _table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "NOTE"], rows), nl=False
+    _echo_offset_changes(
+        plan.group,
+        [(e.topic, e.partition, e.current, e.target, e.note) for e in plan.entries],
+        unknown_target="?",
     )
 
 
@@ -388,9 +399,9 @@ def _report(outcome: Any, output: Output) -> None:
                 outcome.group,
                 p.topic,
                 str(p.partition),
-                "-" if p.before is None else str(p.before),
-                "-" if p.target is None else str(p.target),
-                "-" if p.after is None else str(p.after),
+                _offset(p.before),
+                _offset(p.target),
+                _offset(p.after),
                 "ok"
                 if p.ok
                 else (p.note if p.target is None and p.error is None else (p.error or "not verified")),
@@ -427,20 +438,10 @@ def _rollback(bootstrap: str, group: str, path: Path, execute: bool, output: Out
                 f"Roll back group {saved.group} to the offsets saved at {saved.taken_at.isoformat()} in {path}, "
                 f"{'EXECUTING' if execute else 'DRY RUN (use --execute to restore)'}:"
             )
-            rows = [
-                [
-                    saved.group,
-                    e.topic,
-                    str(e.partition),
-                    "-" if e.before is None else str(e.before),
-                    "-" if e.target is None else str(e.target),
-                    e.note or "",
-                ]
-                for e in entries
-            ]
-            typer.echo(
-                _table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "NOTE"], rows),
-                nl=False,
+            _echo_offset_changes(
+                saved.group,
+                [(e.topic, e.partition, e.before, e.target, e.note) for e in entries],
+                unknown_target="-",
             )
         busy = _not_empty(live_group)
         if busy:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.k8s.client import K8s
@@ -26,6 +26,7 @@ from kafka_health.models.policy import (
     CurrentRemediation,
     KafkaHealthPolicySpec,
     KafkaHealthPolicyStatus,
+    OffsetResetResult,
     RequestState,
     RollingRestartResult,
     append_history,
@@ -100,16 +101,7 @@ def decide(
     lookups = timestamp_lookups(ctx)
     if lookups and offsets_for_times is not None:
         found = {rid: offsets_for_times(ts, partitions) for rid, (ts, partitions) in lookups.items()}
-        ctx = PlanContext(
-            policy=policy,
-            spec=spec,
-            status=status,
-            snapshot=snapshot,
-            now=now,
-            diagnosis=diagnosis,
-            lock=ctx.lock,
-            offsets_for_times=found,
-        )
+        ctx = replace(ctx, offsets_for_times=found)
     decision = plan(ctx)
     groups = {r.id: r.group for r in spec.remediation.offset_resets.requests or []}
     new_status = apply_decision(status, decision, now=now, generation=policy.generation, groups=groups)
@@ -146,16 +138,7 @@ def act(decision: Decision, status: KafkaHealthPolicyStatus, ctx: ActContext) ->
     assert action is not None
     now = ctx.clock()
     key = cluster_key(ctx.spec.cluster, ctx.snapshot)
-    lock = ClusterLock(
-        cluster=key,
-        holder=policy.key,
-        action=action.action,
-        id=action.id,
-        plan_id=action.plan_id,
-        acquired_at=now,
-        renewed_at=now,
-    )
-    if not take_lock(lock):
+    if not _lock_for_action(key, policy, action, acquired_at=now, renewed_at=now):
         return status  # another policy took the cluster since planning; the next cycle reports it
     try:
         if action.action is ActionType.PREFERRED_LEADER_ELECTION:
@@ -168,9 +151,39 @@ def act(decision: Decision, status: KafkaHealthPolicyStatus, ctx: ActContext) ->
             release_lock(key, policy.key)
 
 
+def _lock_for_action(
+    key: str,
+    policy: PolicyRef,
+    action: PlannedAction | CurrentRemediation,
+    *,
+    acquired_at: datetime,
+    renewed_at: datetime,
+) -> bool:
+    """Take the cluster's lock for `action` (a planned one, or one resumed from status)."""
+    return take_lock(
+        ClusterLock(
+            cluster=key,
+            holder=policy.key,
+            action=action.action,
+            id=action.id,
+            plan_id=action.plan_id,
+            acquired_at=acquired_at,
+            renewed_at=renewed_at,
+        )
+    )
+
+
 def _record(status: KafkaHealthPolicyStatus, record: ActionRecord | None) -> None:
     if record is not None:
         status.history = append_history(status.history, record)
+
+
+_Result = TypeVar("_Result", RollingRestartResult, OffsetResetResult)
+
+
+def _with_result(results: list[_Result] | None, result: _Result) -> list[_Result]:
+    """`results` with `result` last, in place of any earlier result for the same request id."""
+    return [r for r in results or [] if r.id != result.id] + [result]
 
 
 def _elect(
@@ -243,7 +256,7 @@ def _reset_offsets(
     )
     previous = next((r for r in out.offset_resets or [] if r.id == action.id), None)
     result = outcome.result(previous, ctx.clock())
-    out.offset_resets = [r for r in out.offset_resets or [] if r.id != action.id] + [result]
+    out.offset_resets = _with_result(out.offset_resets, result)
     _record(
         out,
         outcome.record(
@@ -337,13 +350,39 @@ def _set_roll_result(
         started_at=previous.started_at if previous and previous.started_at else current.started_at,
         message=message[:1000],
     )
-    out.rolling_restarts = [r for r in out.rolling_restarts or [] if r.id != current.id] + [result]
+    out.rolling_restarts = _with_result(out.rolling_restarts, result)
+
+
+def _end_roll(
+    out: KafkaHealthPolicyStatus,
+    current: CurrentRemediation,
+    result: RollingRestartResult,
+    outcome: ActionOutcome,
+    ctx: ActContext,
+    policy: PolicyRef,
+) -> None:
+    """Close a roll in `out`, halted or done: its final result, its history entry, nothing in flight."""
+    from kafka_health.remediate.rolling_restart import roll_record
+
+    out.rolling_restarts = _with_result(out.rolling_restarts, result)
+    _record(
+        out,
+        roll_record(
+            current,
+            outcome,
+            message=result.message,
+            generation=policy.generation,
+            breaker_reset=breaker_reset_token(policy.annotations),
+            finished_at=ctx.clock(),
+        ),
+    )
+    out.current_remediation = None
 
 
 def _restart_next_broker(
     action: PlannedAction | None, status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
 ) -> KafkaHealthPolicyStatus:
-    from kafka_health.remediate.rolling_restart import halted_result, restart_broker, roll_record
+    from kafka_health.remediate.rolling_restart import halted_result, restart_broker
 
     pods = ctx.spec.cluster.broker_pods
     assert pods is not None  # the planner holds restarts without spec.cluster.brokerPods
@@ -374,19 +413,7 @@ def _restart_next_broker(
         return out
     # Failed: halt. Nothing else is restarted; Degraded until the spec changes.
     result = halted_result(outcome, clock=ctx.clock)
-    out.rolling_restarts = [r for r in out.rolling_restarts or [] if r.id != result.id] + [result]
-    _record(
-        out,
-        roll_record(
-            outcome.current,
-            ActionOutcome.FAILED,
-            message=result.message,
-            generation=policy.generation,
-            breaker_reset=breaker_reset_token(policy.annotations),
-            finished_at=ctx.clock(),
-        ),
-    )
-    out.current_remediation = None
+    _end_roll(out, outcome.current, result, ActionOutcome.FAILED, ctx, policy)
     out.remediation_summary = (result.message or "rolling restart halted")[:256]
     out.conditions = set_condition(
         list(out.conditions or []),
@@ -406,22 +433,12 @@ def _restart_next_broker(
 def _resume_roll(
     status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
 ) -> KafkaHealthPolicyStatus:
-    from kafka_health.remediate.rolling_restart import finish_roll, roll_record
+    from kafka_health.remediate.rolling_restart import finish_roll
 
     current = status.current_remediation
     assert current is not None
     key = cluster_key(ctx.spec.cluster, ctx.snapshot)
-    take_lock(
-        ClusterLock(
-            cluster=key,
-            holder=policy.key,
-            action=current.action,
-            id=current.id,
-            plan_id=current.plan_id,
-            acquired_at=current.started_at,
-            renewed_at=ctx.clock(),
-        )
-    )
+    _lock_for_action(key, policy, current, acquired_at=current.started_at, renewed_at=ctx.clock())
     if current.current_broker is not None:
         return _restart_next_broker(None, status, ctx, policy)
     rr = ctx.spec.remediation.rolling_restart
@@ -434,19 +451,7 @@ def _resume_roll(
         clock=ctx.clock,
     )
     out = status.model_copy(deep=True)
-    out.rolling_restarts = [r for r in out.rolling_restarts or [] if r.id != result.id] + [result]
-    _record(
-        out,
-        roll_record(
-            current,
-            ActionOutcome.SUCCEEDED,
-            message=result.message,
-            generation=policy.generation,
-            breaker_reset=breaker_reset_token(policy.annotations),
-            finished_at=ctx.clock(),
-        ),
-    )
-    out.current_remediation = None
+    _end_roll(out, current, result, ActionOutcome.SUCCEEDED, ctx, policy)
     out.remediation_summary = (result.message or "rolling restart done")[:256]
     ctx.on_event("Normal", "RollSucceeded", f"{current.id}: {result.message}")
     metrics.REMEDIATIONS.labels(

@@ -56,7 +56,7 @@ from kafka_health.plan.offset_reset_plan import (
     resolve_partitions,
     target_timestamp,
 )
-from kafka_health.plan.restart_safety import check_restart_safety, order_brokers
+from kafka_health.plan.restart_safety import RestartSafety, check_restart_safety, order_brokers
 
 MAX_DETAILS = 100
 _SNAPSHOT_HOLDS = (
@@ -159,6 +159,24 @@ def _observing(ctx: PlanContext) -> bool:
     return ctx.spec.remediation.mode is Mode.OBSERVE
 
 
+def _next_broker_safety(
+    ctx: PlanContext, snapshot: ClusterSnapshot, brokers: list[int], holds: list[Hold]
+) -> tuple[list[int], RestartSafety]:
+    """The restart order of `brokers` and whether its first may restart now (a hold when not),
+    alike for a new roll and for the next broker of one in flight."""
+    order = order_brokers(snapshot, brokers)
+    safety = check_restart_safety(
+        snapshot,
+        order[0],
+        remaining=order,
+        max_voter_lag=ctx.limits.max_voter_lag,
+        max_voter_lag_ms=ctx.limits.max_voter_lag_ms,
+    )
+    if not safety.safe:
+        holds.append(Hold(WithheldReason.UNSAFE_TO_RESTART, safety.summary()))
+    return order, safety
+
+
 def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> _Candidate:
     action = ActionType.ROLLING_RESTART
     holds = _holds(ctx, action)
@@ -180,16 +198,7 @@ def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> _Can
             )
         )
         return cand
-    order = order_brokers(snapshot, brokers)
-    safety = check_restart_safety(
-        snapshot,
-        order[0],
-        remaining=order,
-        max_voter_lag=ctx.limits.max_voter_lag,
-        max_voter_lag_ms=ctx.limits.max_voter_lag_ms,
-    )
-    if not safety.safe:
-        holds.append(Hold(WithheldReason.UNSAFE_TO_RESTART, safety.summary()))
+    order, safety = _next_broker_safety(ctx, snapshot, brokers, holds)
     rr = ctx.spec.remediation.rolling_restart
     details = [
         f"order: {', '.join(map(str, order))} (one at a time; KRaft voters after the others, active controller last)",
@@ -583,16 +592,7 @@ def _in_flight(ctx: PlanContext, current: CurrentRemediation) -> Decision:
         )
     step: RestartStep | None = None
     if ctx.snapshot is not None and _snapshot_usable(holds):
-        order = order_brokers(ctx.snapshot, remaining)
-        safety = check_restart_safety(
-            ctx.snapshot,
-            order[0],
-            remaining=order,
-            max_voter_lag=ctx.limits.max_voter_lag,
-            max_voter_lag_ms=ctx.limits.max_voter_lag_ms,
-        )
-        if not safety.safe:
-            holds.append(Hold(WithheldReason.UNSAFE_TO_RESTART, safety.summary()))
+        order, safety = _next_broker_safety(ctx, ctx.snapshot, remaining, holds)
         step = RestartStep(
             request_id=current.id,
             order=order,

@@ -69,6 +69,12 @@ def _listed(partitions: Iterable[Partition]) -> list[str]:
     return sorted(_name(p) for p in partitions)[:MAX_LISTED]
 
 
+def _block_on(blockers: list[Blocker], rule: str, partitions: list[Partition], message: str) -> None:
+    """A blocker naming the first of `partitions`; none when the rule found no partition."""
+    if partitions:
+        blockers.append(Blocker(rule=rule, message=message, partitions=_listed(partitions)))
+
+
 def voter_caught_up(voter: QuorumVoter, snapshot: ClusterSnapshot, *, max_lag: int, max_lag_ms: int) -> bool:
     """A voter is caught up when its lag (records) is known and small, or else it caught up recently."""
     quorum = snapshot.quorum
@@ -113,20 +119,8 @@ def check_restart_safety(
     # Rule 1: cluster-wide URP = 0 and no offline partition.
     offline = [p for p in snapshot.partitions if p.leader is None]
     urp = [p for p in snapshot.partitions if len(p.isr) < len(p.replicas)]
-    if offline:
-        blockers.append(
-            Blocker(
-                rule="offline", message=f"{len(offline)} offline partition(s)", partitions=_listed(offline)
-            )
-        )
-    if urp:
-        blockers.append(
-            Blocker(
-                rule="under_replicated",
-                message=f"{len(urp)} under-replicated partition(s) in the cluster",
-                partitions=_listed(urp),
-            )
-        )
+    _block_on(blockers, "offline", offline, f"{len(offline)} offline partition(s)")
+    _block_on(blockers, "under_replicated", urp, f"{len(urp)} under-replicated partition(s) in the cluster")
 
     # Rule 2: every partition with a replica on the candidate.
     min_isr = {c.topic: c.min_insync_replicas for c in snapshot.topic_configs}
@@ -154,29 +148,20 @@ def check_restart_safety(
             below.append(p)
         elif len(p.isr) == m and broker in p.isr:
             at_min_in_isr.append(p)
-    if unknown:
-        blockers.append(
-            Blocker(
-                rule="min_isr_unknown",
-                message=f"min.insync.replicas unknown for {len(unknown)} partition(s) on broker {broker}",
-                partitions=_listed(unknown),
-            )
-        )
-    if below:
-        blockers.append(
-            Blocker(
-                rule="min_isr", message=f"{len(below)} partition(s) under min ISR", partitions=_listed(below)
-            )
-        )
-    if at_min_in_isr:
-        blockers.append(
-            Blocker(
-                rule="min_isr",
-                message=f"{len(at_min_in_isr)} partition(s) at min ISR with broker {broker} in the ISR "
-                "(restarting it would stop acks=all writes)",
-                partitions=_listed(at_min_in_isr),
-            )
-        )
+    _block_on(
+        blockers,
+        "min_isr_unknown",
+        unknown,
+        f"min.insync.replicas unknown for {len(unknown)} partition(s) on broker {broker}",
+    )
+    _block_on(blockers, "min_isr", below, f"{len(below)} partition(s) under min ISR")
+    _block_on(
+        blockers,
+        "min_isr",
+        at_min_in_isr,
+        f"{len(at_min_in_isr)} partition(s) at min ISR with broker {broker} in the ISR "
+        "(restarting it would stop acks=all writes)",
+    )
 
     # Rule 3: KRaft quorum.
     quorum = snapshot.quorum
