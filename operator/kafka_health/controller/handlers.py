@@ -138,6 +138,10 @@ def _report(worker: PolicyWorker, body: kopf.Body, outcome: Any, duration: float
     diagnosis = outcome.diagnosis
     result = "ok" if diagnosis is not None and outcome.problem is None else "problem"
     metrics.CYCLE_SECONDS.labels(ns, name, result).observe(duration)
+    if outcome.problem is not None:
+        log.info("cycle %s/%s: %s in %.1fs", ns, name, outcome.problem.reason, duration)
+    elif diagnosis is not None:
+        log.info("cycle %s/%s: %d findings in %.1fs", ns, name, len(diagnosis.findings), duration)
     metrics.DEGRADED.labels(ns, name).set(1 if outcome.problem or outcome.remediation_blockers else 0)
     if outcome.problem is not None:
         if worker.finding_keys is None or "problem:" + outcome.problem.reason not in worker.finding_keys:
