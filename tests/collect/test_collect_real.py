@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 
 from kafka_health._kits.waiting import wait_for
 from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
@@ -86,23 +86,8 @@ def test_snapshot_agrees_with_kafka_tools(
     )
     assert altered.returncode == 0, altered.stderr
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group_id,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic])
+    consumer = faults.member_that_committed(bootstrap, group_id, topic, 25)
     try:
-        consumed = 0
-        deadline = time.monotonic() + 60
-        while consumed < 25 and time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is not None and msg.error() is None:
-                consumed += 1
-        consumer.commit(asynchronous=False)
         # The consumer stays in the group (heartbeats run in the background) while both look.
         snap = collect_snapshot(admin, "testbed", now)
         groups_out = testbed.tool("kafka-consumer-groups", ["--describe", "--group", group_id])

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
 from pyspark.sql import SparkSession
 
 from kafka_health._kits.waiting import wait_for
@@ -136,23 +135,8 @@ def test_paused_consumer_lag_equals_kafka_consumer_groups(
     topic = group = unique_name
     create_topic(bootstrap, topic, partitions=3)
     produce(bootstrap, topic, {p: 20 for p in range(3)})
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic])
+    consumer = faults.member_that_committed(bootstrap, group, topic, 30)
     try:
-        consumed = 0
-        deadline = time.monotonic() + 60
-        while consumed < 30 and time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is not None and msg.error() is None:
-                consumed += 1
-        consumer.commit(asynchronous=False)
         consumer.pause(consumer.assignment())  # still a member, consuming nothing
 
         # History: a few cycles while producers keep writing and the group stays put.

@@ -40,6 +40,16 @@ def leaders(admin: KafkaAdmin, topic: str) -> dict[int, int | None]:
     return {p.partition: p.leader for p in admin.metadata().partitions if p.topic == topic}
 
 
+def leaders_on_every_broker(kafka: Testbed, topic: str) -> list[dict[int, int]]:
+    """The leaders of `topic` as each broker's own metadata cache has them (they learn new
+    leaders from the controller one by one, moments apart)."""
+    out = []
+    for b in kafka.require().brokers:
+        md = faults.admin(f"127.0.0.1:{b.port}").list_topics(topic=topic, timeout=10)
+        out.append({p.id: p.leader for p in md.topics[topic].partitions.values()})
+    return out
+
+
 def bounce(kafka: Testbed, broker: int, topic: str, admin: KafkaAdmin) -> None:
     """Stop (controlled shutdown: its leaderships move) and start a broker; wait for URP = 0."""
     kafka.stop(broker)
@@ -112,8 +122,14 @@ def test_execute_reports_every_partition(kafka: Testbed, bootstrap: str, unique_
         assert outcome.counts["elected"] == 2
         assert "2 elected" in outcome.summary()
         preferred = {i: a[0] for i, a in enumerate(ASSIGNMENT)}
-        # Brokers learn the new leaders from the controller a moment after ElectLeaders answers.
-        wait_for(lambda: leaders(admin, unique_name) == preferred, timeout=30, what="preferred leaders")
+        # Brokers learn the new leaders from the controller a moment after ElectLeaders answers:
+        # wait until every broker knows, so the re-check below reads settled metadata wherever
+        # its request lands.
+        wait_for(
+            lambda: all(m == preferred for m in leaders_on_every_broker(kafka, unique_name)),
+            timeout=30,
+            what="preferred leaders known to every broker",
+        )
 
         # The same plan again: settled by the live re-check, nothing sent.
         again = execute_election(admin, plan)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -51,6 +52,32 @@ def create_topic(
         return len(parts) == expected and all(p.leader >= 0 and len(p.isrs) == len(p.replicas) for p in parts)
 
     wait_for(ready, timeout=timeout, what=f"topic {name} led and fully replicated")
+
+
+def member_that_committed(
+    bootstrap: str, group: str, topic: str, records: int, *, timeout: float = 60.0
+) -> Any:
+    """A confluent_kafka Consumer in `group` that has read `records` records of `topic` from the
+    start and committed them; it stays a member (heartbeats run in the background) until the
+    caller closes it."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    consumed, deadline = 0, time.monotonic() + timeout
+    while consumed < records and time.monotonic() < deadline:
+        msg = consumer.poll(1.0)
+        if msg is not None and msg.error() is None:
+            consumed += 1
+    consumer.commit(asynchronous=False)
+    return consumer
 
 
 def under_replicated(bootstrap: str) -> set[tuple[str, int]]:
