@@ -90,6 +90,27 @@ def test_repeat_filter_thins_identical_messages() -> None:
     assert flt.filter(record("connect failed"))
 
 
+def test_repeat_filter_ignores_client_instance_and_timing() -> None:
+    flt = logs.RepeatFilter(window=30, clock=lambda: 0.0)
+
+    def record(msg: str) -> logging.LogRecord:
+        return logging.LogRecord("x", logging.ERROR, __file__, 1, msg, None, None)
+
+    first = (
+        "FAIL [rdkafka#producer-97] [thrd:127.0.0.1:1/bootstrap]: Connect failed (after 0ms in state CONNECT)"
+    )
+    again = (
+        "FAIL [rdkafka#producer-4] [thrd:127.0.0.1:1/bootstrap]: Connect failed "
+        "(after 2ms in state CONNECT, 67 identical error(s) suppressed)"
+    )
+    other_broker = (
+        "FAIL [rdkafka#producer-4] [thrd:127.0.0.1:2/bootstrap]: Connect failed (after 2ms in state CONNECT)"
+    )
+    assert flt.filter(record(first))
+    assert not flt.filter(record(again))
+    assert flt.filter(record(other_broker))
+
+
 def test_quorum_lag_is_leader_leo_minus_voter_leo() -> None:
     raw = {
         "topics": [

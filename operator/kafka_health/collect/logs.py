@@ -9,6 +9,7 @@ librdkafka's repeated connection failures are also thinned out.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -53,9 +54,21 @@ class SecretFilter(logging.Filter):
         return True
 
 
+# What differs between repeats of one librdkafka failure: the client instance
+# ("rdkafka#producer-98") and the timing suffix ("(after 3ms in state CONNECT, 2 identical
+# error(s) suppressed)").
+_INSTANCE = re.compile(r"rdkafka#[a-z]+-\d+")
+_TIMING = re.compile(r"\s*\(after \d+ms in state [A-Z_]+(?:, \d+ identical error\(s\) suppressed)?\)")
+
+
+def repeat_key(message: str) -> str:
+    """The part of a librdkafka message that says what failed, not when or in which client."""
+    return _TIMING.sub("", _INSTANCE.sub("rdkafka", message))
+
+
 class RepeatFilter(logging.Filter):
     """Drops a message seen less than `window` seconds ago: librdkafka retries a dead bootstrap
-    server every few milliseconds and logs each failure."""
+    server every few milliseconds and logs each failure (once per client, with its timing)."""
 
     def __init__(self, window: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
@@ -64,7 +77,7 @@ class RepeatFilter(logging.Filter):
         self._seen: dict[str, float] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        key, now = record.getMessage(), self._clock()
+        key, now = repeat_key(record.getMessage()), self._clock()
         with self._lock:
             last = self._seen.get(key)
             if last is not None and now - last < self.window:
