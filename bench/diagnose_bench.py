@@ -93,7 +93,10 @@ def worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
         from kafka_health_spark.session import get_session
 
         spark = get_session(
-            master="local[2]", shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory
+            master="local[2]",
+            shuffle_partitions=args.shuffle_partitions,
+            driver_memory=args.driver_memory,
+            conf=dict(kv.split("=", 1) for kv in args.spark_conf),
         )
         started = time.perf_counter()
 
@@ -150,6 +153,14 @@ def ensure_data(args: argparse.Namespace, size: int) -> None:
     )
 
 
+def driver_memory(requested: str, size: int) -> str:
+    """ "auto": 6g up to 100k partitions, 12g beyond (at 1M, 6g ends in Spark's "not enough memory
+    to build and broadcast the table")."""
+    if requested != "auto":
+        return requested
+    return "12g" if size > 100_000 else "6g"
+
+
 def run_worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [
         sys.executable,
@@ -165,14 +176,25 @@ def run_worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, An
         "--warm-runs",
         str(args.warm_runs),
         "--driver-memory",
-        args.driver_memory,
+        driver_memory(args.driver_memory, size),
         "--shuffle-partitions",
         str(args.shuffle_partitions),
+        *[f"--spark-conf={kv}" for kv in args.spark_conf],
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise SystemExit(f"{engine} worker for {size} failed:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        # One engine failing at one size is a result too: say why and go on with the others.
+        reason = next(
+            (
+                line.strip()
+                for line in reversed(proc.stderr.splitlines())
+                if "Exception:" in line or "Error:" in line
+            ),
+            proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}",
+        )
+        return {"failed": reason[:300]}
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
 
 
 def main() -> None:
@@ -184,8 +206,17 @@ def main() -> None:
         "--interval", type=int, default=120, help="seconds between history samples (a day of them)"
     )
     p.add_argument("--data-dir", default="/tmp/kafka-health-bench")
-    p.add_argument("--driver-memory", default="6g", help="Spark driver memory")
+    p.add_argument(
+        "--driver-memory", default="auto", help="Spark driver memory (auto: 6g to 100k, 12g beyond)"
+    )
     p.add_argument("--shuffle-partitions", type=int, default=4)
+    p.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark setting (repeatable)",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args()
     sizes = [SIZES.get(s) or int(s) for s in args.sizes.split(",")]
@@ -204,9 +235,12 @@ def main() -> None:
         by_engine = {}
         for engine in args.engines.split(","):
             r = run_worker(engine, size, args)
+            load = psutil.getloadavg()[0]
+            if "failed" in r:
+                print(f"  {size:>9,} {engine:<6} (load {load:4.1f}) FAILED: {r['failed']}", flush=True)
+                continue
             by_engine[engine] = r
             results.append(r)
-            load = psutil.getloadavg()[0]
             print(
                 f"  {size:>9,} {engine:<6} (load {load:4.1f}) start {r['start_s']:6.1f} s  cold {r['cold_s']:6.1f} s  "
                 f"warm {statistics.median(r['warm_s']):6.2f} s  peak {r['peak_mib']:7.0f} MiB "
