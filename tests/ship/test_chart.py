@@ -184,10 +184,11 @@ def test_probes_and_ports(helm_bin: str) -> None:
          ["operator", "--namespace=a", "--namespace=b", "--metrics-port=9090", "--health-port=9091",
           "--history-dir=/var/lib/kafka-health/history", "--peering=kafka-health", "--log-format=json"]),
         ({"watch": {"allNamespaces": True}, "peering": {"enabled": False, "name": "kafka-health"},
-          "logFormat": "text", "verbose": True, "spark": {"remote": "sc://spark-connect:15002"}},
+          "logFormat": "text", "verbose": True,
+          "spark": {"remote": "sc://spark-connect:15002", "driverMemory": "6g"}},
          ["operator", "--all-namespaces", "--metrics-port=8080", "--health-port=8081",
           "--history-dir=/var/lib/kafka-health/history", "--standalone", "--log-format=text", "--verbose",
-          "--spark-remote=sc://spark-connect:15002"]),
+          "--spark-remote=sc://spark-connect:15002", "--spark-driver-memory=6g"]),
     ],
     ids=["release-namespace", "two-namespaces", "all-namespaces-standalone"],
 )  # fmt: skip
@@ -303,6 +304,7 @@ def test_rbac_never_grants_wildcards_or_escalation(helm_bin: str) -> None:
         ({"spark": {"master": "spark://m:7077", "remote": "sc://c:15002"}}, "not both"),
         ({"spark": {"remote": "http://c:15002"}}, "/spark/remote"),
         ({"logFormat": "yaml"}, "/logFormat"),
+        ({"spark": {"driverMemory": "6 GB"}}, "/spark/driverMemory"),
     ],
     ids=[
         "ha-without-peering",
@@ -315,6 +317,7 @@ def test_rbac_never_grants_wildcards_or_escalation(helm_bin: str) -> None:
         "spark-both",
         "spark-remote-url",
         "log-format",
+        "spark-driver-memory",
     ],
 )
 def test_bad_values_are_refused(helm_bin: str, values: dict[str, Any], message: str) -> None:
