@@ -25,6 +25,8 @@ def wait_for(
     """Call `condition` until it returns a truthy value (returned) or `timeout` seconds pass.
 
     Exceptions raised by `condition` count as "not yet"; the last one is chained on timeout.
+    Every falsy value counts as "not yet" too (an empty set, but also broker id 0): return a bool
+    or a container when the awaited value may itself be falsy.
     """
     deadline = clock() + timeout
     last_error: BaseException | None = None
