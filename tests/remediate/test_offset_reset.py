@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -235,6 +235,71 @@ def test_refused_while_active_then_once_and_rolled_back(
         assert back.state is ResetState.APPLIED, back.message
         assert committed(admin, group) == {(topic, 0): 5, (topic, 1): 7}
         assert described_offsets(kafka, group) == {(topic, 0): 5, (topic, 1): 7}
+
+
+class JoinBeforeAlter:
+    """The real KafkaAdmin, except that right before the first alter a real consumer joins the
+    group and is Stable: the race between the executor's Empty check and its commit, made certain."""
+
+    def __init__(self, admin: KafkaAdmin, join: Callable[[], None]) -> None:
+        self._admin, self._join, self.joined = admin, join, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._admin, name)
+
+    def alter_group_offsets(self, group: str, offsets: Any) -> Any:
+        if not self.joined:
+            self.joined = True
+            self._join()
+        return self._admin.alter_group_offsets(group, offsets)
+
+
+def test_consumer_joining_before_the_commit_leaves_the_request_waiting(
+    kafka: Testbed,
+    bootstrap: str,
+    unique_name: str,
+    k8s: K8s,
+    k8s_namespace: str,
+    active: list[ActiveConsumer],
+) -> None:
+    topic, group = unique_name, unique_name
+    create_topic(bootstrap, topic, partitions=2)
+    produce_timed(bootstrap, topic, 2, datetime.now(UTC) - 12 * STEP)
+    commit(bootstrap, group, {(topic, 0): 5, (topic, 1): 7})
+    req = request(id="race-1", group=group, topics=[topic], earliest=True)
+    cm_name = saved_offsets_name("orders-policy", req.id)
+    with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
+        plan, _ = plan_live(admin, req, datetime.now(UTC))
+
+        def join() -> None:
+            active.append(ActiveConsumer(bootstrap, group, topic))
+            wait_members(admin, group, members=True)
+
+        racing = JoinBeforeAlter(admin, join)
+        raced = execute_offset_reset(
+            cast(KafkaAdmin, racing),
+            k8s,
+            plan,
+            namespace=k8s_namespace,
+            policy_name="orders-policy",
+            request_id=req.id,
+        )
+        assert racing.joined
+        assert raced.state is ResetState.NOT_EMPTY, raced.message
+        assert "joined" in raced.message and "UNKNOWN_MEMBER_ID" in raced.message, raced.message
+        assert raced.request_state() is RequestState.WAITING
+        assert k8s.read_configmap(k8s_namespace, cm_name) is None  # the id is not used up
+        assert committed(admin, group) == {(topic, 0): 5, (topic, 1): 7}
+
+        active.pop().close()
+        wait_members(admin, group, members=False)
+        applied = execute_offset_reset(
+            admin, k8s, plan, namespace=k8s_namespace, policy_name="orders-policy", request_id=req.id
+        )
+        assert applied.state is ResetState.APPLIED, applied.message
+        assert committed(admin, group) == {(topic, 0): 0, (topic, 1): 0}
+        saved = json.loads((k8s.read_configmap(k8s_namespace, cm_name) or {})["offsets.json"])
+        assert [p["offset"] for p in saved["partitions"]] == [5, 7]
 
 
 def test_every_strategy_with_clamping(

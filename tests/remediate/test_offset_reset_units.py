@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from kafka_health.cli.remediation_cli import parse_cli_datetime, parse_cli_duration
-from kafka_health.models.policy import OffsetResetResult, RequestState
+from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
+from kafka_health.collect.results import GroupDescription, Partial
+from kafka_health.models.policy import OffsetResetEntry, OffsetResetResult, RequestState
+from kafka_health.models.snapshot import GroupOffset, PartitionOffsets
+from kafka_health.plan.offset_reset_plan import OffsetResetPlan
 from kafka_health.remediate.offset_reset import (
     FileStore,
     OffsetResetOutcome,
@@ -16,6 +22,7 @@ from kafka_health.remediate.offset_reset import (
     ResetState,
     SavedOffsets,
     SavedPartition,
+    apply_offset_reset,
     saved_offsets_name,
 )
 
@@ -103,3 +110,156 @@ def test_cli_durations_and_datetimes() -> None:
     assert parse_cli_duration("30m") == "30m"
     assert parse_cli_datetime("2026-06-01T00:00:00") == datetime(2026, 6, 1, tzinfo=UTC)
     assert parse_cli_datetime("2026-06-01T02:00:00+02:00") == datetime(2026, 6, 1, tzinfo=UTC)
+
+
+# ------------------------------------------------------------------------------------------
+# A consumer joining between the Empty check and the alter (the executor's logic, fake admin;
+# tests/remediate/test_offset_reset.py makes the same race happen on the real cluster).
+
+GROUP, TOPIC = "orders", "t"
+KEYS = [(TOPIC, 0), (TOPIC, 1)]
+
+
+class FakeAdmin:
+    """Answers like KafkaAdmin: an Empty group at offsets 5, logs [0, 10], and `alter` as given."""
+
+    def __init__(self, alter: Callable[[dict[tuple[str, int], int]], Partial[tuple[str, int], int]]):
+        self.alter, self.committed = alter, {k: 5 for k in KEYS}
+
+    def describe_groups(self, groups: list[str]) -> Partial[str, GroupDescription]:
+        return Partial(values={GROUP: GroupDescription(GROUP, "Empty", [], [])})
+
+    def group_offsets(self, groups: list[str]) -> Partial[str, list[GroupOffset]]:
+        return Partial(
+            values={
+                GROUP: [
+                    GroupOffset(topic=t, partition=p, committed_offset=o)
+                    for (t, p), o in self.committed.items()
+                ]
+            }
+        )
+
+    def list_offsets(self, keys: list[tuple[str, int]]) -> Partial[tuple[str, int], PartitionOffsets]:
+        return Partial(
+            values={
+                k: PartitionOffsets(topic=k[0], partition=k[1], log_start_offset=0, log_end_offset=10)
+                for k in keys
+            }
+        )
+
+    def alter_group_offsets(
+        self, group: str, targets: dict[tuple[str, int], int]
+    ) -> Partial[tuple[str, int], int]:
+        answer = self.alter(dict(targets))
+        self.committed.update(answer.values)
+        return answer
+
+
+class MemoryStore:
+    def __init__(self, *, discard_fails: bool = False) -> None:
+        self.records: dict[str, dict[str, str]] = {}
+        self.discard_fails = discard_fails
+
+    def describe(self, name: str) -> str:
+        return f"record {name}"
+
+    def load(self, name: str) -> dict[str, str] | None:
+        return self.records.get(name)
+
+    def create(self, name: str, data: dict[str, str], labels: dict[str, str]) -> None:
+        if name in self.records:
+            raise FileExistsError(name)
+        self.records[name] = data
+
+    def discard(self, name: str) -> None:
+        if self.discard_fails:
+            raise OSError("read-only")
+        del self.records[name]
+
+
+MEMBERS = "UNKNOWN_MEMBER_ID (25): The coordinator is not aware of this member."
+
+
+def refuse_all(targets: dict[tuple[str, int], int]) -> Partial[tuple[str, int], int]:
+    return Partial(errors=dict.fromkeys(targets, MEMBERS))
+
+
+def refuse_whole_request(targets: dict[tuple[str, int], int]) -> Partial[tuple[str, int], int]:
+    raise AdminCallError("alter_consumer_group_offsets", MEMBERS)
+
+
+def refuse_one(targets: dict[tuple[str, int], int]) -> Partial[tuple[str, int], int]:
+    return Partial(values={KEYS[0]: targets[KEYS[0]]}, errors={KEYS[1]: MEMBERS})
+
+
+def time_out(targets: dict[tuple[str, int], int]) -> Partial[tuple[str, int], int]:
+    raise AdminCallError("alter_consumer_group_offsets", "timed out after 10s")
+
+
+def reset_plan() -> OffsetResetPlan:
+    entries = [OffsetResetEntry(topic=t, partition=p, current=5, target=0) for t, p in KEYS]
+    return OffsetResetPlan(request_id="r1", group=GROUP, strategy="earliest", entries=entries)
+
+
+def run_reset(
+    alter: Callable[..., Partial[tuple[str, int], int]], store: MemoryStore
+) -> tuple[OffsetResetOutcome, FakeAdmin]:
+    admin = FakeAdmin(alter)
+    outcome = apply_offset_reset(
+        cast(KafkaAdmin, admin), store, reset_plan(), saved_name="r1", clock=lambda: NOW
+    )
+    return outcome, admin
+
+
+@pytest.mark.parametrize("alter", [refuse_all, refuse_whole_request], ids=["per-partition", "whole-request"])
+def test_member_joined_meanwhile_waits_and_keeps_the_id(
+    alter: Callable[..., Partial[tuple[str, int], int]],
+) -> None:
+    store = MemoryStore()
+    outcome, admin = run_reset(alter, store)
+    assert outcome.state is ResetState.NOT_EMPTY, outcome.message
+    assert "joined" in outcome.message and "nothing changed" in outcome.message
+    assert outcome.request_state() is RequestState.WAITING
+    assert not outcome.changed
+    assert store.records == {}  # the record is gone: the same id runs once the group is Empty
+    assert admin.committed == {k: 5 for k in KEYS}
+    # ...and it does run, once.
+    again, admin = run_reset(lambda t: Partial(values=dict(t)), store)
+    assert again.state is ResetState.APPLIED, again.message
+    assert admin.committed == {k: 0 for k in KEYS} and "r1" in store.records
+
+
+def test_partial_refusal_keeps_the_record_and_fails() -> None:
+    store = MemoryStore()
+    outcome, admin = run_reset(refuse_one, store)
+    assert outcome.state is ResetState.FAILED
+    assert "r1" in store.records  # one partition changed: the id is used, the offsets before kept
+    assert admin.committed[KEYS[0]] == 0 and admin.committed[KEYS[1]] == 5
+    assert [p.ok for p in outcome.partitions] == [True, False]
+
+
+def test_other_alter_errors_keep_the_record() -> None:
+    store = MemoryStore()
+    outcome, _ = run_reset(time_out, store)
+    assert outcome.state is ResetState.FAILED and "timed out" in outcome.message
+    assert "r1" in store.records  # a timeout may have applied: never run twice
+
+
+def test_record_that_cannot_be_removed_uses_up_the_id() -> None:
+    store = MemoryStore(discard_fails=True)
+    outcome, admin = run_reset(refuse_all, store)
+    assert outcome.state is ResetState.FAILED
+    assert "could not be removed" in outcome.message and "new id" in outcome.message
+    assert "r1" in store.records and admin.committed == {k: 5 for k in KEYS}
+    assert run_reset(lambda t: Partial(values=dict(t)), store)[0].state is ResetState.ALREADY_APPLIED
+
+
+def test_file_store_discards_only_what_it_created(tmp_path: Path) -> None:
+    path = tmp_path / "before.json"
+    earlier = FileStore(path)
+    earlier.create("x", {"offsets.json": "{}", "rollback.csv": ""}, {})
+    with pytest.raises(ValueError, match="not created by this run"):
+        FileStore(path).discard("x")  # another run's saved offsets are never deleted
+    assert path.exists() and earlier.csv_path.exists()
+    earlier.discard("x")
+    assert not path.exists() and not earlier.csv_path.exists()

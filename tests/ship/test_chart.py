@@ -20,7 +20,7 @@ SERVED_NAMESPACE = {
     ("events.k8s.io", "events"): {"create", "patch"},
     ("", "pods"): {"get", "list", "watch", "delete"},
     ("apps", "statefulsets"): {"get", "list"},
-    ("", "configmaps"): {"get", "list", "create", "update", "patch"},
+    ("", "configmaps"): {"get", "list", "create", "update", "patch", "delete"},
     ("", "secrets"): {"get"},
 }
 # kopf.dev/v1 is what the chart installs; zalando.org/v1 is Kopf's legacy group, which Kopf also

@@ -104,7 +104,7 @@ both are listed for the peering resources (same verbs; without it Kopf fails wit
 {{ include "kho.rules.brokers" . }}
 - apiGroups: [""]
   resources: ["configmaps"]
-  verbs: ["get", "list", "create", "update", "patch"]
+  verbs: ["get", "list", "create", "update", "patch", "delete"]
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["get"]

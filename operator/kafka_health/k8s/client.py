@@ -125,14 +125,28 @@ class K8s:
         data: dict[str, str],
         labels: dict[str, str] | None = None,
         owner: dict[str, Any] | None = None,
-    ) -> None:
+    ) -> str | None:
+        """Create (never replace) a ConfigMap; returns its uid (as the API server answered)."""
         meta = client.V1ObjectMeta(name=name, namespace=namespace, labels=labels or {})
         if owner:
             meta.owner_references = [client.V1OwnerReference(**owner)]
         try:
-            self.core.create_namespaced_config_map(namespace, client.V1ConfigMap(metadata=meta, data=data))
+            created = self.core.create_namespaced_config_map(
+                namespace, client.V1ConfigMap(metadata=meta, data=data)
+            )
         except ApiException as exc:
             raise _wrap(f"create ConfigMap {namespace}/{name}", exc) from None
+        return created.metadata.uid if created.metadata is not None else None
+
+    def delete_configmap(self, namespace: str, name: str, uid: str) -> None:
+        """Delete exactly the ConfigMap incarnation `uid` (one this process created); gone is fine."""
+        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+        try:
+            self.core.delete_namespaced_config_map(name, namespace, body=body)
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise _wrap(f"delete ConfigMap {namespace}/{name}", exc) from None
 
     # ---------------------------------------------------------------- policies
     def patch_policy_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:

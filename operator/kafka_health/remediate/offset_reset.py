@@ -12,6 +12,9 @@ Order of steps (each a reason to stop with nothing changed, until the alter):
    `topic,partition,offset` lines `kafka-consumer-groups --reset-offsets --from-file` takes);
    in the CLI a file;
 5. AlterConsumerGroupOffsets; 6. the committed offsets are read back and compared to the targets.
+A consumer that joins between 2 and 5 makes Kafka refuse every partition (UNKNOWN_MEMBER_ID):
+nothing changed, so the record of step 4 is removed again and the result is `NotEmpty` (the
+request keeps waiting) rather than a used-up id.
 """
 
 from __future__ import annotations
@@ -254,12 +257,17 @@ class OffsetStore(Protocol):
 
     def create(self, name: str, data: dict[str, str], labels: dict[str, str]) -> None: ...
 
+    def discard(self, name: str) -> None:
+        """Remove a record this store created (only when Kafka provably applied none of it)."""
+        ...
+
 
 class ConfigMapStore:
     """ConfigMaps in one namespace (the operator), optionally owned by the policy."""
 
     def __init__(self, k8s: K8s, namespace: str, owner_reference: dict[str, Any] | None = None) -> None:
         self.k8s, self.namespace, self.owner = k8s, namespace, owner_reference
+        self._created: dict[str, str | None] = {}  # name → uid of a ConfigMap this store created
 
     def describe(self, name: str) -> str:
         return f"ConfigMap {self.namespace}/{name}"
@@ -268,7 +276,16 @@ class ConfigMapStore:
         return self.k8s.read_configmap(self.namespace, name)
 
     def create(self, name: str, data: dict[str, str], labels: dict[str, str]) -> None:
-        self.k8s.create_configmap(self.namespace, name, data, labels=labels, owner=self.owner)
+        self._created[name] = self.k8s.create_configmap(
+            self.namespace, name, data, labels=labels, owner=self.owner
+        )
+
+    def discard(self, name: str) -> None:
+        uid = self._created.get(name)
+        if uid is None:
+            raise ValueError(f"{self.describe(name)} was not created by this store: not deleting it")
+        del self._created[name]
+        self.k8s.delete_configmap(self.namespace, name, uid)
 
 
 class FileStore:
@@ -276,6 +293,7 @@ class FileStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._created = False
 
     @property
     def csv_path(self) -> Path:
@@ -296,6 +314,14 @@ class FileStore:
         with self.path.open("x") as f:  # "x": never overwrite earlier saved offsets
             f.write(data[OFFSETS_KEY])
         self.csv_path.write_text(data[CSV_KEY])
+        self._created = True
+
+    def discard(self, name: str) -> None:
+        if not self._created:
+            raise ValueError(f"{self.describe(name)} was not created by this run: not deleting it")
+        self.csv_path.unlink(missing_ok=True)
+        self.path.unlink(missing_ok=True)
+        self._created = False
 
 
 _NOT_DNS = re.compile(r"[^a-z0-9.-]")
@@ -342,8 +368,13 @@ def _committed(admin: KafkaAdmin, group: str) -> dict[Key, int | None]:
     return {(o.topic, o.partition): o.committed_offset for o in read.values.get(group, [])}
 
 
-def _apply(admin: KafkaAdmin, group: str, entries: list[PartitionReset]) -> None:
-    """Clamp to live [log start, log end], alter, read back; fills `after`/`error` in place."""
+def _apply(admin: KafkaAdmin, group: str, entries: list[PartitionReset]) -> bool:
+    """Clamp to live [log start, log end], alter, read back; fills `after`/`error` in place.
+
+    Returns True, without reading back, when Kafka refused every partition because the group has
+    members (a consumer joined after the Empty check): then provably nothing was altered — a
+    partition is only retried for coordinator errors, so a final UNKNOWN_MEMBER_ID on each means
+    none was ever accepted."""
     keys = [(e.topic, e.partition) for e in entries]
     live = admin.list_offsets(keys)
     targets: dict[Key, int] = {}
@@ -368,11 +399,14 @@ def _apply(admin: KafkaAdmin, group: str, entries: list[PartitionReset]) -> None
         key = (e.topic, e.partition)
         if key in errors:
             e.error = _alter_error(errors[key])
+    if targets and all(errors.get(key, "").startswith(_GROUP_HAS_MEMBERS) for key in targets):
+        return True
     after = _committed(admin, group)
     for e in entries:
         e.after = after.get((e.topic, e.partition))
         if e.error is None and e.after != e.target:
             e.error = f"committed offset is {_dash(e.after)} after the reset, not {e.target}"
+    return False
 
 
 _RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")
@@ -397,8 +431,11 @@ def _alter(admin: KafkaAdmin, group: str, targets: dict[Key, int], attempts: int
     return errors
 
 
+_GROUP_HAS_MEMBERS = "UNKNOWN_MEMBER_ID"  # Kafka's answer to an admin commit on a non-empty group
+
+
 def _alter_error(reason: str) -> str:
-    if reason.startswith("UNKNOWN_MEMBER_ID"):
+    if reason.startswith(_GROUP_HAS_MEMBERS):
         return f"rejected, the group is not Empty any more: {reason}"
     return reason
 
@@ -497,7 +534,7 @@ def apply_offset_reset(
             ResetState.FAILED, f"could not save the offsets before the reset: {exc}; nothing changed"
         )
     try:
-        _apply(admin, plan.group, entries)
+        refused_for_members = _apply(admin, plan.group, entries)
     except AdminCallError as exc:
         return outcome(
             ResetState.FAILED,
@@ -505,8 +542,41 @@ def apply_offset_reset(
             saved_offsets=saved_name,
             partitions=entries,
         )
+    if refused_for_members:
+        return _joined_meanwhile(store, saved_name, where, entries, outcome)
     state, message = _summary("reset offsets of", plan.group, entries, where)
     return outcome(state, message, saved_offsets=saved_name, partitions=entries)
+
+
+def _joined_meanwhile(
+    store: OffsetStore,
+    saved_name: str,
+    where: str,
+    entries: list[PartitionReset],
+    outcome: Callable[..., OffsetResetOutcome],
+) -> OffsetResetOutcome:
+    """A consumer joined between the Empty check and the alter, and Kafka refused every partition:
+    nothing changed, so the record written for this id is removed and the request waits for the
+    group to be Empty again (design §4) instead of being used up. If the record cannot be removed,
+    the id stays used (the safe side: never applied twice) and the message says so."""
+    joined = (
+        "a consumer joined the group between the Empty check and the reset: Kafka refused every "
+        f"partition ({entries[0].error}); nothing changed"
+    )
+    try:
+        store.discard(saved_name)
+    except (K8sError, OSError, ValueError) as exc:
+        return outcome(
+            ResetState.FAILED,
+            f"{joined}, but {where} could not be removed ({exc}), so this request id counts as "
+            "used: request the reset again with a new id",
+            saved_offsets=saved_name,
+            partitions=entries,
+        )
+    return outcome(
+        ResetState.NOT_EMPTY,
+        f"{joined}; {where} was removed again, so the same request runs once the group is Empty",
+    )
 
 
 def execute_offset_reset(
@@ -583,7 +653,13 @@ def rollback_offsets(
             return outcome(ResetState.NOT_EMPTY, f"{busy}; nothing changed")
         entries = rollback_plan(admin, saved)
         restorable = [e for e in entries if e.target is not None]
-        _apply(admin, saved.group, restorable)
+        if _apply(admin, saved.group, restorable):
+            return outcome(
+                ResetState.NOT_EMPTY,
+                "a consumer joined the group during the rollback: Kafka refused every partition; "
+                "nothing changed",
+                partitions=entries,
+            )
     except AdminCallError as exc:
         return outcome(ResetState.FAILED, f"rollback of group {saved.group} failed: {exc}")
     state, message = _summary("restored the saved offsets of", saved.group, restorable, None)
