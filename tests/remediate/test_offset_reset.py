@@ -138,6 +138,14 @@ def k8s(k8s_api: Any) -> K8s:
     return K8s(k8s_api)
 
 
+def group_at_5_and_7(bootstrap: str, name: str) -> tuple[str, str]:
+    """Topic `name` (2 partitions of MESSAGES each) and group `name` committed at 5 and 7."""
+    create_topic(bootstrap, name, partitions=2)
+    produce_timed(bootstrap, name, 2, datetime.now(UTC) - 12 * STEP)
+    commit(bootstrap, name, {(name, 0): 5, (name, 1): 7})
+    return name, name
+
+
 def test_refused_while_active_then_once_and_rolled_back(
     kafka: Testbed,
     bootstrap: str,
@@ -146,10 +154,7 @@ def test_refused_while_active_then_once_and_rolled_back(
     k8s_namespace: str,
     active: list[ActiveConsumer],
 ) -> None:
-    topic, group = unique_name, unique_name
-    create_topic(bootstrap, topic, partitions=2)
-    produce_timed(bootstrap, topic, 2, datetime.now(UTC) - 12 * STEP)
-    commit(bootstrap, group, {(topic, 0): 5, (topic, 1): 7})
+    topic, group = group_at_5_and_7(bootstrap, unique_name)
     req = request(id="rewind_1", group=group, topics=[topic], earliest=True)
     cm_name = saved_offsets_name("orders-policy", req.id)
     assert cm_name.startswith("khp-orders-policy-offsets-rewind-1-")  # '_' is not allowed in a name
@@ -262,10 +267,7 @@ def test_consumer_joining_before_the_commit_leaves_the_request_waiting(
     k8s_namespace: str,
     active: list[ActiveConsumer],
 ) -> None:
-    topic, group = unique_name, unique_name
-    create_topic(bootstrap, topic, partitions=2)
-    produce_timed(bootstrap, topic, 2, datetime.now(UTC) - 12 * STEP)
-    commit(bootstrap, group, {(topic, 0): 5, (topic, 1): 7})
+    topic, group = group_at_5_and_7(bootstrap, unique_name)
     req = request(id="race-1", group=group, topics=[topic], earliest=True)
     cm_name = saved_offsets_name("orders-policy", req.id)
     with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
@@ -352,10 +354,7 @@ def test_every_strategy_with_clamping(
 def test_cli_dry_run_refusal_execute_and_rollback(
     kafka: Testbed, bootstrap: str, unique_name: str, tmp_path: Path, active: list[ActiveConsumer]
 ) -> None:
-    topic, group = unique_name, unique_name
-    create_topic(bootstrap, topic, partitions=2)
-    produce_timed(bootstrap, topic, 2, datetime.now(UTC) - 12 * STEP)
-    commit(bootstrap, group, {(topic, 0): 5, (topic, 1): 7})
+    topic, group = group_at_5_and_7(bootstrap, unique_name)
     runner = CliRunner()
     base = ["reset-offsets", "-b", bootstrap, "--group", group]
     with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
