@@ -219,6 +219,7 @@ def test_member_joined_meanwhile_waits_and_keeps_the_id(
     outcome, admin = run_reset(alter, store)
     assert outcome.state is ResetState.NOT_EMPTY, outcome.message
     assert "joined" in outcome.message and "nothing changed" in outcome.message
+    assert MEMBERS in outcome.message  # Kafka's own refusal is quoted
     assert outcome.request_state() is RequestState.WAITING
     assert not outcome.changed
     assert store.records == {}  # the record is gone: the same id runs once the group is Empty

@@ -559,9 +559,10 @@ def _joined_meanwhile(
     nothing changed, so the record written for this id is removed and the request waits for the
     group to be Empty again (design §4) instead of being used up. If the record cannot be removed,
     the id stays used (the safe side: never applied twice) and the message says so."""
+    refusal = next(e.error for e in entries if e.error and _GROUP_HAS_MEMBERS in e.error)
     joined = (
         "a consumer joined the group between the Empty check and the reset: Kafka refused every "
-        f"partition ({entries[0].error}); nothing changed"
+        f"partition ({refusal}); nothing changed"
     )
     try:
         store.discard(saved_name)
