@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kafka_health.collect import parse
 from kafka_health.collect.kafka_admin import (
@@ -42,8 +42,15 @@ T = TypeVar("T")
 Part = tuple[T, list[Missing]]
 
 
-def collect_snapshot(admin: KafkaAdmin, cluster_name: str, clock: Callable[[], datetime]) -> ClusterSnapshot:
-    """Read the whole cluster state once; `clock()` (timezone-aware) stamps `taken_at`."""
+def collect_snapshot(
+    admin: KafkaAdmin, cluster_name: str, clock: Callable[[], datetime], *, safety_only: bool = False
+) -> ClusterSnapshot:
+    """Read the whole cluster state once; `clock()` (timezone-aware) stamps `taken_at`.
+
+    `safety_only`: only what the restart safety rules and the roll's planning read (metadata,
+    registrations, quorum, topic configs), for the live checks a roll makes before each broker
+    and while it waits; offsets, groups and log dirs are left out (not reported missing), so
+    such a snapshot is never diagnosed nor used to plan another action."""
     snap = ClusterSnapshot(cluster=cluster_name, taken_at=clock())
     try:
         md = admin.metadata()
@@ -60,9 +67,13 @@ def collect_snapshot(admin: KafkaAdmin, cluster_name: str, clock: Callable[[], d
         f_regs = pool.submit(_guard, "broker_registrations", None, lambda: (admin.describe_cluster(), []))
         f_quorum = pool.submit(_guard, "quorum", None, lambda: (admin.describe_quorum(), []))
         f_configs = pool.submit(_guard, "configs", [], lambda: _configs(admin, topics))
-        f_offsets = pool.submit(_guard, "offsets", [], lambda: _offsets(admin, md.partitions))
-        f_groups = pool.submit(_guard, "groups", [], lambda: _groups(admin))
-        f_dirs = pool.submit(_guard, "log_dirs", [], lambda: _log_dirs(admin, alive))
+        f_offsets = pool.submit(
+            _guard, "offsets", [], _nothing if safety_only else lambda: _offsets(admin, md.partitions)
+        )
+        f_groups = pool.submit(_guard, "groups", [], _nothing if safety_only else lambda: _groups(admin))
+        f_dirs = pool.submit(
+            _guard, "log_dirs", [], _nothing if safety_only else lambda: _log_dirs(admin, alive)
+        )
         registrations, quorum = f_regs.result(), f_quorum.result()
         configs, offsets, groups, dirs = (
             f_configs.result(),
@@ -76,12 +87,18 @@ def collect_snapshot(admin: KafkaAdmin, cluster_name: str, clock: Callable[[], d
     snap.topic_configs, snap.offsets, snap.groups, snap.log_dirs = configs[0], offsets[0], groups[0], dirs[0]
     for part in (registrations, quorum, configs, offsets, groups, dirs):
         snap.missing.extend(part[1])
-    snap.missing.extend(
-        Missing(part=f"log_dirs:{b.id}", reason="broker is not registered (unfenced) in the metadata")
-        for b in snap.brokers
-        if not b.alive
-    )
+    if not safety_only:
+        snap.missing.extend(
+            Missing(part=f"log_dirs:{b.id}", reason="broker is not registered (unfenced) in the metadata")
+            for b in snap.brokers
+            if not b.alive
+        )
     return snap
+
+
+def _nothing() -> Part[list[Any]]:
+    """A part a safety-only read leaves out."""
+    return [], []
 
 
 def _guard(part: str, empty: T, read: Callable[[], Part[T]]) -> Part[T]:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
@@ -23,21 +24,32 @@ from kafka_health.controller.runtime import Runtime
 from kafka_health.diagnose.from_policy import enabled, thresholds_for
 from kafka_health.diagnose.run import run_diagnosis
 from kafka_health.history.store import HistoryStore
+from kafka_health.k8s.client import K8sError
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.policy import (
+    ActionType,
     KafkaHealthPolicySpec,
     KafkaHealthPolicyStatus,
     PolicyError,
     parse_duration,
     parse_spec,
+    parse_status,
 )
 from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health.plan import Decision, Verdict
 from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods
-from kafka_health.report.status import CycleOutcome, Problem
+from kafka_health.report.status import CycleOutcome, Problem, status_after_cycle, status_patch
+
+if TYPE_CHECKING:
+    from kafka_health.controller.roll_driver import RollDriver
 
 log = logging.getLogger(__name__)
 
 MAINTENANCE_EVERY = timedelta(hours=1)
+FRESH_FOR = timedelta(seconds=5)
+"""A cycle's snapshot younger than this counts as live for planning; older, planning reads again."""
+
+OnEvent = Callable[[str, str, str], None]
 
 
 @dataclass
@@ -53,7 +65,11 @@ class PolicyWorker:
     last_maintenance: datetime | None = None
     secrets: list[str] = field(default_factory=list)
     last_snapshot: ClusterSnapshot | None = None
+    last_diagnosis: Diagnosis | None = None
     busy: bool = False  # a cycle abandoned mid-way still runs in its thread
+    roll: RollDriver | None = None
+    status_lock: threading.RLock = field(default_factory=threading.RLock)
+    """Held for every read-modify-write of the policy's status (cycle and roll driver alike)."""
 
     @property
     def cluster_name(self) -> str:
@@ -61,6 +77,7 @@ class PolicyWorker:
         return f"{self.namespace}.{self.name}"
 
     def close(self) -> None:
+        self.stop_roll()
         if self.admin is not None:
             self.admin.close()
             self.admin = None
@@ -142,6 +159,97 @@ class PolicyWorker:
         store.compact(self.cluster_name)
         log.info("history maintenance of %s took %.2fs", self.cluster_name, time.monotonic() - started)
 
+    # ------------------------------------------------------------------ after the diagnosis
+    def finish_cycle(
+        self,
+        raw_spec: dict[str, Any],
+        outcome: CycleOutcome,
+        *,
+        generation: int | None,
+        top_n: int,
+        on_event: OnEvent,
+    ) -> None:
+        """Report the cycle in status and remediate (blocking), under the policy's status lock:
+        the stored status is read, the diagnosis applied, remediation planned, and all written,
+        with no roll-driver write in between."""
+        ns, name = self.namespace, self.name
+        k8s = self.runtime.k8s
+
+        def persist(status: KafkaHealthPolicyStatus) -> None:
+            """Write status now (inline executors call this after every step)."""
+            try:
+                k8s.patch_policy_status(ns, name, status_patch(status))
+            except K8sError as exc:
+                if exc.status != 404:
+                    log.warning("status of %s/%s not written: %s", ns, name, exc)
+
+        with self.status_lock:
+            # The status as stored now: an executor's last step may be newer than the watch event
+            # (a stale status would make the planner resume a step already done).
+            stored = k8s.read_policy(ns, name)
+            if stored is None:
+                return  # deleted meanwhile
+            previous = parse_status(stored.get("status"))
+            new_status = status_after_cycle(
+                previous, outcome, now=datetime.now(UTC), generation=generation, top_n=top_n
+            )
+            if outcome.diagnosis is not None and outcome.problem is None and not outcome.remediation_blockers:
+                self.last_diagnosis = outcome.diagnosis
+                if not self.rolling():
+                    metadata = dict(stored.get("metadata") or {})
+                    try:
+                        new_status = self.remediate(
+                            metadata, raw_spec, new_status, outcome.diagnosis, persist, on_event
+                        )
+                    except Exception:
+                        log.exception("remediation of %s/%s failed; status keeps the diagnosis", ns, name)
+            persist(new_status)
+
+    # ------------------------------------------------------------------ rolls
+    def rolling(self) -> bool:
+        """A roll driver is running for this policy (it alone plans and acts until it stops)."""
+        return self.roll is not None and self.roll.alive()
+
+    def start_roll(self, on_event: OnEvent, first: tuple[Decision, KafkaHealthPolicyStatus] | None) -> None:
+        from kafka_health.controller.roll_driver import RollDriver
+
+        if self.rolling():
+            return
+        self.roll = RollDriver(self, on_event)
+        self.roll.start(first)
+
+    def stop_roll(self) -> None:
+        """Stop the roll driver and wait for it (it persists its step first; nothing is half done)."""
+        if self.roll is not None:
+            self.roll.stop()
+
+    def stop_roll_soon(self) -> None:
+        """Ask the roll driver to stop without waiting (from the event loop)."""
+        if self.roll is not None:
+            self.roll.stopping.set()
+
+    def broker_pods_ready(self, spec: KafkaHealthPolicySpec) -> dict[int, bool] | None:
+        """Broker id → pod Ready and not terminating, read live (None without brokerPods or when
+        the pods cannot be read: the executor's own check before a delete then decides)."""
+        pods_spec = spec.cluster.broker_pods
+        if pods_spec is None:
+            return None
+        try:
+            pods = find_broker_pods(self.runtime.k8s, pods_spec, self.namespace)
+        except (BrokerPodsError, K8sError):
+            return None
+        return {bid: bp.pod.ready and not bp.pod.deleting for bid, bp in pods.items()}
+
+    def live_snapshot(self) -> ClusterSnapshot | None:
+        """The cycle's snapshot when it is fresh, else a new read: planning uses live state."""
+        admin, snapshot = self.admin, self.last_snapshot
+        if admin is None:
+            return None
+        if snapshot is not None and datetime.now(UTC) - snapshot.taken_at <= FRESH_FOR:
+            return snapshot
+        self.last_snapshot = collect_snapshot(admin, self.cluster_name, lambda: datetime.now(UTC))
+        return self.last_snapshot
+
     def remediate(
         self,
         metadata: dict[str, Any],
@@ -149,14 +257,15 @@ class PolicyWorker:
         status: KafkaHealthPolicyStatus,
         diagnosis: Diagnosis,
         persist: Callable[[KafkaHealthPolicyStatus], None],
-        on_event: Callable[[str, str, str], None],
+        on_event: OnEvent,
     ) -> KafkaHealthPolicyStatus:
-        """Plan on this cycle's live snapshot and, when the decision acts, run its executor (blocking)."""
+        """Plan on live state and act: elections and offset resets here (short), a roll through
+        its driver (started here, running beside the cycles until the roll ends)."""
         from kafka_health.controller.remediation import ActContext, act, decide
 
         spec = parse_spec(raw_spec)
         admin = self.admin
-        snapshot = self.last_snapshot
+        snapshot = self.live_snapshot()
         if admin is None or snapshot is None:
             return status
 
@@ -166,6 +275,7 @@ class PolicyWorker:
             return dict(admin.offsets_for_times(partitions, int(ts.timestamp() * 1000)).values)
 
         now = datetime.now(UTC)
+        in_flight = status.current_remediation
         decision, status = decide(
             metadata=metadata,
             spec=spec,
@@ -174,7 +284,20 @@ class PolicyWorker:
             diagnosis=diagnosis,
             now=now,
             offsets_for_times=offsets_for_times,
+            broker_pods_ready=self.broker_pods_ready(spec),
         )
+        rolling = in_flight is not None and in_flight.action is ActionType.ROLLING_RESTART
+        starting = (
+            decision.verdict is Verdict.ACT
+            and decision.action is not None
+            and decision.action.action is ActionType.ROLLING_RESTART
+        )
+        if rolling or starting:
+            # The roll goes at the cluster's pace in its driver; a roll held by a choice (paused,
+            # window) makes the driver stop at once, and the next cycle tries again.
+            persist(status)
+            self.start_roll(on_event, (decision, status) if starting and not rolling else None)
+            return status
         if not decision.acts:
             return status
         persist(status)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import kopf
@@ -18,16 +17,8 @@ import kopf
 from kafka_health.controller import runtime as rt_mod
 from kafka_health.controller.cycle import PolicyWorker
 from kafka_health.k8s.client import K8sError
-from kafka_health.models.policy import (
-    GROUP,
-    PLURAL,
-    VERSION,
-    KafkaHealthPolicyStatus,
-    parse_duration,
-    parse_status,
-)
+from kafka_health.models.policy import GROUP, PLURAL, VERSION, parse_duration
 from kafka_health.report import events, metrics
-from kafka_health.report.status import status_after_cycle, status_patch
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +66,8 @@ async def policy_daemon(
         metrics.forget_policy(namespace, name)
         if not worker.busy:
             await asyncio.to_thread(worker.close)  # else the abandoned cycle closes it when done
+        else:
+            worker.stop_roll_soon()
 
 
 async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.DaemonStopped) -> None:
@@ -93,43 +86,23 @@ async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.Dae
         return
     outcome = cycle.result()
     duration = time.monotonic() - started
-    # The status as stored now: an executor's last step may be newer than the watch event that
-    # updated `body` (a stale status would make the planner resume a step already done).
+
+    def on_event(type_: str, reason: str, message: str) -> None:
+        events.post(body, events.EventSpec(type_, reason, message))
+
+    top_n = int(body.spec.get("diagnostics", {}).get("topFindings", 10))
     try:
-        stored = await asyncio.to_thread(worker.runtime.k8s.read_policy, ns, name)
+        await asyncio.to_thread(
+            worker.finish_cycle,
+            dict(body.spec),
+            outcome,
+            generation=body.meta.get("generation"),
+            top_n=top_n,
+            on_event=on_event,
+        )
     except K8sError as exc:
         log.warning("cannot read %s/%s: %s", ns, name, exc)
         return
-    if stored is None:
-        return  # deleted meanwhile
-    previous = parse_status(stored.get("status"))
-    top_n = int(body.spec.get("diagnostics", {}).get("topFindings", 10))
-    new_status = status_after_cycle(
-        previous, outcome, now=datetime.now(UTC), generation=body.meta.get("generation"), top_n=top_n
-    )
-    k8s = worker.runtime.k8s
-
-    def persist(status: KafkaHealthPolicyStatus) -> None:
-        """Write status now (executors call this after every step, from their thread)."""
-        try:
-            k8s.patch_policy_status(ns, name, status_patch(status))
-        except K8sError as exc:
-            if exc.status != 404:
-                log.warning("status of %s/%s not written: %s", ns, name, exc)
-
-    if outcome.diagnosis is not None and outcome.problem is None and not outcome.remediation_blockers:
-        metadata = dict(stored.get("metadata") or {})
-
-        def on_event(type_: str, reason: str, message: str) -> None:
-            events.post(body, events.EventSpec(type_, reason, message))
-
-        try:
-            new_status = await asyncio.to_thread(
-                worker.remediate, metadata, dict(body.spec), new_status, outcome.diagnosis, persist, on_event
-            )
-        except Exception:
-            log.exception("remediation of %s/%s failed; status keeps the diagnosis", ns, name)
-    await asyncio.to_thread(persist, new_status)
     _report(worker, body, outcome, duration)
 
 

@@ -9,6 +9,7 @@ an action ends.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -26,6 +27,7 @@ from kafka_health.models.policy import (
     CurrentRemediation,
     KafkaHealthPolicySpec,
     KafkaHealthPolicyStatus,
+    NeverSafePartitions,
     OffsetResetResult,
     RequestState,
     RollingRestartResult,
@@ -46,7 +48,7 @@ from kafka_health.plan import (
 )
 from kafka_health.report import metrics
 from kafka_health.report.remediation_status import apply_decision
-from kafka_health.report.status import set_condition
+from kafka_health.report.status import HALTED, set_condition
 
 _LOCKS: dict[str, ClusterLock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -85,8 +87,10 @@ def decide(
     diagnosis: Diagnosis | None,
     now: datetime,
     offsets_for_times: OffsetsForTimes | None = None,
+    broker_pods_ready: Mapping[int, bool] | None = None,
 ) -> tuple[Decision, KafkaHealthPolicyStatus]:
-    """Plan once on the live snapshot; the decision and the status it implies."""
+    """Plan once on the live snapshot (and the broker pods' readiness read with it); the
+    decision and the status it implies."""
     policy = PolicyRef.from_metadata(metadata)
     key = cluster_key(spec.cluster, snapshot)
     ctx = PlanContext(
@@ -97,6 +101,7 @@ def decide(
         now=now,
         diagnosis=diagnosis,
         lock=lock_for(key),
+        broker_pods_ready=broker_pods_ready,
     )
     lookups = timestamp_lookups(ctx)
     if lookups and offsets_for_times is not None:
@@ -127,11 +132,15 @@ class ActContext:
     persist: Persist
     clock: Clock
     on_event: Callable[[str, str, str], None]  # (type, reason, message)
+    sleep: Callable[[float], None] = time.sleep
+    """How executors wait between polls; the roll driver's raises when the policy's work stops."""
 
 
 def act(decision: Decision, status: KafkaHealthPolicyStatus, ctx: ActContext) -> KafkaHealthPolicyStatus:
     """Carry out `decision` (verdict Act or Resume); returns the status after it."""
     policy = PolicyRef.from_metadata(ctx.metadata)
+    if decision.verdict is Verdict.HALT:
+        return _halt_waiting_roll(decision, status, ctx, policy)
     if decision.verdict is Verdict.RESUME:
         return _resume(status, ctx, policy)
     action = decision.action
@@ -327,8 +336,6 @@ def _resume(status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef)
 # ----------------------------------------------------------------------------------------------
 # Rolling restart: one broker per call; status.currentRemediation carries the roll between calls.
 
-HALTED = "RemediationHalted"
-
 
 def _roll_persist(out: KafkaHealthPolicyStatus, ctx: ActContext) -> Callable[[CurrentRemediation], None]:
     def persist(current: CurrentRemediation) -> None:
@@ -379,6 +386,105 @@ def _end_roll(
     out.current_remediation = None
 
 
+def _halt(
+    out: KafkaHealthPolicyStatus,
+    current: CurrentRemediation,
+    result: RollingRestartResult,
+    ctx: ActContext,
+    policy: PolicyRef,
+) -> None:
+    """Stop the roll in `out`: Failed under its id, Degraded (RemediationHalted) until the spec
+    changes, a RollHalted Event; the cluster lock is released. Nothing else is touched."""
+    message = result.message or "rolling restart halted"
+    _end_roll(out, current, result, ActionOutcome.FAILED, ctx, policy)
+    out.remediation_summary = message[:256]
+    now = ctx.clock()
+    out.conditions = set_condition(
+        list(out.conditions or []),
+        ConditionType.DEGRADED,
+        ConditionStatus.TRUE,
+        HALTED,
+        message,
+        now,
+        policy.generation,
+    )
+    out.conditions = set_condition(
+        out.conditions,
+        ConditionType.REMEDIATING,
+        ConditionStatus.FALSE,
+        HALTED,
+        message[:1024],
+        now,
+        policy.generation,
+    )
+    ctx.on_event("Warning", "RollHalted", f"{current.id}: {message}")
+    metrics.REMEDIATIONS.labels(
+        policy.namespace, policy.name, ActionType.ROLLING_RESTART.value, "failed"
+    ).inc()
+    release_lock(cluster_key(ctx.spec.cluster, ctx.snapshot), policy.key)
+
+
+def _next_steps(current: CurrentRemediation) -> str:
+    """What the user does after a halt: the brokers left, and how to restart them."""
+    done = list(current.brokers_done or [])
+    left = [b for b in current.brokers_planned or [] if b not in done]
+    restarted = f"brokers {', '.join(map(str, done))} were restarted" if done else "no broker was restarted"
+    if not left:
+        return f"{restarted}."
+    return (
+        f"{restarted}; {', '.join(map(str, left))} were not. To finish: fix what blocked it, then add a new "
+        f"request id to spec.remediation.rollingRestart.requests with brokers: [{', '.join(map(str, left))}]."
+    )
+
+
+def _halt_waiting_roll(
+    decision: Decision, status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
+) -> KafkaHealthPolicyStatus:
+    """Verdict Halt: the next broker stayed unsafe past timeouts.safeToRestart."""
+    current = status.current_remediation
+    wait = decision.roll_wait
+    assert current is not None and wait is not None
+    timeout = ctx.spec.remediation.rolling_restart.timeouts.safe_to_restart
+    now = ctx.clock()
+    result = RollingRestartResult(
+        id=current.id,
+        state=RequestState.FAILED,
+        brokers_done=list(current.brokers_done or []),
+        started_at=current.started_at,
+        finished_at=now,
+        message=(
+            f"halted before broker {wait.broker}: not safe to restart within {timeout} "
+            f"(timeouts.safeToRestart; rules: {', '.join(wait.rules)}"
+            + (f"; partitions: {', '.join(wait.partitions[:10])}" if wait.partitions else "")
+            + f"). {_next_steps(current)}"
+        )[:1000],
+    )
+    out = status.model_copy(deep=True)
+    _halt(out, current, result, ctx, policy)
+    return out
+
+
+def _roll_started(current: CurrentRemediation | None, action: PlannedAction | None, ctx: ActContext) -> None:
+    """The RollStarted Event: the order, and the partitions that will be unavailable to acks=all
+    producers while their broker restarts (neverSafePartitions: Proceed), named."""
+    if current is not None or action is None or action.restart is None:
+        return
+    step = action.restart
+    order = ", ".join(map(str, step.order))
+    if step.never_safe_count:
+        names = ", ".join(step.never_safe[:20])
+        more = f" and {step.never_safe_count - 20} more" if step.never_safe_count > 20 else ""
+        extra = (
+            f"; {step.never_safe_count} partition(s) with RF <= min.insync.replicas will be unavailable to "
+            f"acks=all producers while their broker restarts (neverSafePartitions: Proceed): {names}{more}"
+        )
+    else:
+        extra = "; every partition keeps enough in-sync replicas for acks=all producers"
+    ctx.on_event(
+        "Normal", "RollStarted", f"{step.request_id}: restarting brokers {order}, one at a time{extra}"
+    )
+
+
 def _restart_next_broker(
     action: PlannedAction | None, status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
 ) -> KafkaHealthPolicyStatus:
@@ -387,6 +493,8 @@ def _restart_next_broker(
     pods = ctx.spec.cluster.broker_pods
     assert pods is not None  # the planner holds restarts without spec.cluster.brokerPods
     out = status.model_copy(deep=True)
+    _roll_started(status.current_remediation, action, ctx)
+    rr = ctx.spec.remediation.rolling_restart
     outcome = restart_broker(
         action.restart if action is not None else None,
         k8s=ctx.k8s,
@@ -397,10 +505,11 @@ def _restart_next_broker(
         current=status.current_remediation,
         persist=_roll_persist(out, ctx),
         clock=ctx.clock,
+        sleep=ctx.sleep,
         plan_id=action.plan_id if action is not None else None,
         cluster_name=f"{policy.namespace}.{policy.name}",
+        refuse_never_safe=rr.never_safe_partitions is NeverSafePartitions.REFUSE,
     )
-    labels = (policy.namespace, policy.name, ActionType.ROLLING_RESTART.value)
     if outcome.ok:
         out.current_remediation = outcome.current
         _set_roll_result(out, outcome.current, RequestState.RUNNING, outcome.message)
@@ -413,20 +522,8 @@ def _restart_next_broker(
         return out
     # Failed: halt. Nothing else is restarted; Degraded until the spec changes.
     result = halted_result(outcome, clock=ctx.clock)
-    _end_roll(out, outcome.current, result, ActionOutcome.FAILED, ctx, policy)
-    out.remediation_summary = (result.message or "rolling restart halted")[:256]
-    out.conditions = set_condition(
-        list(out.conditions or []),
-        ConditionType.DEGRADED,
-        ConditionStatus.TRUE,
-        HALTED,
-        result.message or "rolling restart halted",
-        ctx.clock(),
-        policy.generation,
-    )
-    ctx.on_event("Warning", "RollHalted", result.message or "rolling restart halted")
-    metrics.REMEDIATIONS.labels(*labels, "failed").inc()
-    release_lock(cluster_key(ctx.spec.cluster, ctx.snapshot), policy.key)
+    result = result.model_copy(update={"message": f"{result.message}. {_next_steps(outcome.current)}"[:1000]})
+    _halt(out, outcome.current, result, ctx, policy)
     return out
 
 

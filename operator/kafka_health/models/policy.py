@@ -821,6 +821,12 @@ class RestartTimeouts(_Model):
         "5m", description="For the broker to register with the cluster again."
     )
     urp_zero: PositiveDuration = Field("15m", description="For under-replicated partitions to return to 0.")
+    safe_to_restart: PositiveDuration = Field(
+        "15m",
+        description="Between brokers: for the next broker to become safe to restart (every restart safety "
+        "rule passes and every broker pod is Ready), counted from when the roll started waiting. "
+        "On timeout the roll halts (Degraded, RemediationHalted).",
+    )
 
 
 class RollingRestartRequest(_Model):
@@ -860,6 +866,16 @@ def _unique_ids(items: Iterable[RollingRestartRequest | OffsetResetRequest]) -> 
 _REQUEST_LIST: dict[str, Any] = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["id"]}
 
 
+class NeverSafePartitions(StrEnum):
+    """What a roll does about partitions that can never roll safely (RF <= min.insync.replicas)."""
+
+    REFUSE = "Refuse"
+    """The roll does not start (nor restart a broker holding one); withheld as NeverSafePartitions."""
+    PROCEED = "Proceed"
+    """The roll goes ahead; status and the RollStarted Event name the partitions that will be
+    unavailable to acks=all producers while their broker restarts."""
+
+
 class RollingRestart(_Model):
     """Rolling broker restarts: one broker at a time, each gated by the restart safety rules."""
 
@@ -872,6 +888,13 @@ class RollingRestart(_Model):
     )
     post_roll_preferred_election: bool = Field(
         True, description="After the last broker, elect preferred leaders for the restarted brokers."
+    )
+    never_safe_partitions: NeverSafePartitions = Field(
+        NeverSafePartitions.REFUSE,
+        description="Partitions whose replication factor is <= min.insync.replicas can never roll safely: "
+        "while a broker holding one restarts, acks=all producers to it fail (RF 1: it is offline). "
+        "Refuse (default): the roll does not start while a broker to restart holds one. "
+        "Proceed: roll anyway; status and the RollStarted Event name them.",
     )
     requests: list[RollingRestartRequest] | None = Field(
         None, max_length=MAX_REQUESTS, description="Restart requests by id.", json_schema_extra=_REQUEST_LIST
@@ -1135,6 +1158,15 @@ class FindingSummary(_StatusModel):
     evidence: dict[str, str] | None = Field(None, description="The numbers behind it, as strings.")
 
 
+class RollWaitReason(StrEnum):
+    """Why a roll waits between brokers (the Remediating condition's reason while it does)."""
+
+    WAITING_FOR_SAFETY = "WaitingForSafety"
+    """A restart safety rule forbids the next broker (URP, min ISR, quorum, never-safe partitions)."""
+    WAITING_FOR_BROKER_READY = "WaitingForBrokerReady"
+    """A broker pod is not Ready (or terminating): one broker at a time."""
+
+
 class CurrentRemediation(_StatusModel):
     """The action in flight; written after every step so a restarted operator resumes it."""
 
@@ -1151,6 +1183,28 @@ class CurrentRemediation(_StatusModel):
         None, description="Rolling restart: brokers restarted and healthy again."
     )
     current_broker: int | None = Field(None, description="Rolling restart: the broker being restarted now.")
+    pod_uid: str | None = Field(
+        None,
+        description="Rolling restart: the uid of the broker's pod being replaced (recorded before the delete, "
+        "which carries it as a precondition).",
+    )
+    waiting_since: AwareDatetime | None = Field(
+        None,
+        description="Rolling restart: between brokers, when the roll started waiting for the next broker "
+        "to become safe to restart (timeouts.safeToRestart counts from it).",
+    )
+    waiting_reason: RollWaitReason | None = Field(
+        None, description="Rolling restart: WaitingForSafety or WaitingForBrokerReady while waiting."
+    )
+    never_safe_partitions: list[str] | None = Field(
+        None,
+        max_length=100,
+        description="Rolling restart: partitions (RF <= min.insync.replicas) that are unavailable to acks=all "
+        "producers while their broker restarts (neverSafePartitions: Proceed), the first 100.",
+    )
+    never_safe_count: int | None = Field(
+        None, ge=0, description="Rolling restart: how many such partitions there are in all."
+    )
     last_broker_finished_at: AwareDatetime | None = Field(
         None,
         description="Rolling restart: when the last broker became healthy (pauseBetweenBrokers counts from it).",
@@ -1281,6 +1335,8 @@ class WithheldReason(StrEnum):
     ROLL_IN_FLIGHT = "RollInFlight"
     UNSAFE_TO_RESTART = "UnsafeToRestart"
     PAUSING_BETWEEN_BROKERS = "PausingBetweenBrokers"
+    BROKER_NOT_READY = "BrokerNotReady"
+    NEVER_SAFE_PARTITIONS = "NeverSafePartitions"
     GROUP_NOT_EMPTY = "GroupNotEmpty"
     INVALID_REQUEST = "InvalidRequest"
     NOTHING_TO_DO = "NothingToDo"

@@ -13,6 +13,7 @@ from kafka_health.models.policy import (
     OffsetResetEntry,
     PendingPlan,
     RequestState,
+    RollWaitReason,
     WithheldAction,
 )
 from kafka_health.plan.leader_election_plan import ElectionPlan
@@ -29,6 +30,9 @@ class Verdict(StrEnum):
     """`action` is what Enforce would do now; post it in status, do nothing."""
     AWAIT_APPROVAL = "AwaitApproval"
     """`action` needs approval: post `pending_plan` in status."""
+    HALT = "Halt"
+    """The roll in flight waited longer than `timeouts.safeToRestart` for its next broker to
+    become safe: stop it (Failed, Degraded) and touch nothing else."""
     NONE = "None"
     """Nothing to do, or everything withheld (see `withheld`)."""
 
@@ -46,6 +50,25 @@ class RestartStep(_Model):
     next_broker: int
     safety: RestartSafety
     post_roll_election: bool = True
+    never_safe: list[str] = Field(
+        default_factory=list,
+        description="Roll start (neverSafePartitions: Proceed): partitions (RF <= min ISR) of the roll's "
+        "brokers, unavailable to acks=all producers while their broker restarts; the first 100.",
+    )
+    never_safe_count: int = 0
+
+
+class RollWait(_Model):
+    """A roll in flight waiting for its next broker to become safe (or its pods Ready)."""
+
+    reason: RollWaitReason
+    broker: int = Field(description="The broker that is next.")
+    since: datetime = Field(description="Waiting since (carried over from status while it lasts).")
+    deadline: datetime = Field(description="since + timeouts.safeToRestart: the roll halts then.")
+    rules: list[str] = Field(description="The blocking rules, e.g. under_replicated, min_isr, one_at_a_time.")
+    partitions: list[str] = Field(default_factory=list, description="The first blocking partitions.")
+    message: str
+    started: bool = Field(False, description="This decision starts the wait (status had no waitingSince).")
 
 
 class PlannedAction(_Model):
@@ -77,11 +100,13 @@ class Decision(_Model):
     withheld: list[WithheldAction] = Field(default_factory=list)
     pending_plan: PendingPlan | None = None
     request_updates: list[RequestUpdate] = Field(default_factory=list)
+    roll_wait: RollWait | None = Field(None, description="Set while a roll in flight waits for safety.")
 
     @property
     def acts(self) -> bool:
-        """True when an executor must do something against Kafka or Kubernetes now."""
-        return self.verdict in (Verdict.ACT, Verdict.RESUME)
+        """True when an executor must do something now: against Kafka or Kubernetes (Act, Resume),
+        or ending a roll that waited too long (Halt: status only, nothing touched)."""
+        return self.verdict in (Verdict.ACT, Verdict.RESUME, Verdict.HALT)
 
 
 def merge_withheld(

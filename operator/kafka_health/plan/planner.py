@@ -33,11 +33,13 @@ from kafka_health.models.policy import (
     KafkaHealthPolicySpec,
     KafkaHealthPolicyStatus,
     Mode,
+    NeverSafePartitions,
     OffsetResetRequest,
     PendingPlan,
     RequestId,
     RequestState,
     RollingRestartRequest,
+    RollWaitReason,
     WithheldAction,
     WithheldReason,
     parse_duration,
@@ -45,7 +47,7 @@ from kafka_health.models.policy import (
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan.approval import approvals, check_approval, plan_id
 from kafka_health.plan.cluster_lock import ClusterLock
-from kafka_health.plan.decision import Decision, PlannedAction, RequestUpdate, RestartStep, Verdict
+from kafka_health.plan.decision import Decision, PlannedAction, RequestUpdate, RestartStep, RollWait, Verdict
 from kafka_health.plan.guardrails import PolicyRef, SafetyLimits, common_holds
 from kafka_health.plan.hold import Hold, iso
 from kafka_health.plan.leader_election_plan import imbalance_exceeds, plan_preferred_election
@@ -56,7 +58,13 @@ from kafka_health.plan.offset_reset_plan import (
     resolve_partitions,
     target_timestamp,
 )
-from kafka_health.plan.restart_safety import RestartSafety, check_restart_safety, order_brokers
+from kafka_health.plan.restart_safety import (
+    MAX_LISTED,
+    RestartSafety,
+    check_restart_safety,
+    never_safe_partitions,
+    order_brokers,
+)
 
 MAX_DETAILS = 100
 _SNAPSHOT_HOLDS = (
@@ -81,6 +89,9 @@ class PlanContext:
     offsets_for_times: Mapping[str, Mapping[tuple[str, int], int | None]] = field(default_factory=dict)
     """Per offset-reset request id: ListOffsets results for `timestamp_lookups(ctx)[id]`."""
     limits: SafetyLimits = field(default_factory=SafetyLimits)
+    broker_pods_ready: Mapping[int, bool] | None = None
+    """Broker id → its pod is Ready and not terminating, read live with `snapshot` (None: not
+    read; a roll then relies on the executor's own check before the delete)."""
 
     def __post_init__(self) -> None:
         if self.now.tzinfo is None:
@@ -171,10 +182,35 @@ def _next_broker_safety(
         remaining=order,
         max_voter_lag=ctx.limits.max_voter_lag,
         max_voter_lag_ms=ctx.limits.max_voter_lag_ms,
+        refuse_never_safe=_refuses_never_safe(ctx),
     )
+    pods = _pods_hold(ctx)
+    if pods is not None:
+        holds.append(pods)
     if not safety.safe:
         holds.append(Hold(WithheldReason.UNSAFE_TO_RESTART, safety.summary()))
     return order, safety
+
+
+def _refuses_never_safe(ctx: PlanContext) -> bool:
+    return ctx.spec.remediation.rolling_restart.never_safe_partitions is NeverSafePartitions.REFUSE
+
+
+def _pods_hold(ctx: PlanContext) -> Hold | None:
+    """One broker at a time, seen from Kubernetes: every broker pod Ready and not terminating."""
+    if ctx.broker_pods_ready is None:
+        return None
+    busy = sorted(b for b, ready in ctx.broker_pods_ready.items() if not ready)
+    if not busy:
+        return None
+    return Hold(
+        WithheldReason.BROKER_NOT_READY,
+        f"the pod(s) of broker(s) {', '.join(map(str, busy))} not Ready or terminating: one broker at a time",
+    )
+
+
+def _listed(names: list[str], total: int) -> str:
+    return ", ".join(names[:MAX_LISTED]) + (f" and {total - MAX_LISTED} more" if total > MAX_LISTED else "")
 
 
 def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> _Candidate:
@@ -198,6 +234,18 @@ def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> _Can
             )
         )
         return cand
+    never_safe = [f"{p.topic}-{p.partition}" for p in never_safe_partitions(snapshot, brokers)]
+    if never_safe and _refuses_never_safe(ctx):
+        holds.append(
+            Hold(
+                WithheldReason.NEVER_SAFE_PARTITIONS,
+                f"{len(never_safe)} partition(s) have a replication factor <= min.insync.replicas and would be "
+                f"unavailable to acks=all producers while their broker restarts: {_listed(never_safe, len(never_safe))}. "
+                "Raise their replication factor (or lower min.insync.replicas), or set "
+                "spec.remediation.rollingRestart.neverSafePartitions: Proceed to roll anyway",
+            )
+        )
+        return cand
     order, safety = _next_broker_safety(ctx, snapshot, brokers, holds)
     rr = ctx.spec.remediation.rolling_restart
     details = [
@@ -205,11 +253,11 @@ def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> _Can
         f"after each: pod Ready ({rr.timeouts.pod_ready}), broker registered ({rr.timeouts.broker_registered}), "
         f"under-replicated partitions 0 ({rr.timeouts.urp_zero}); pause {rr.pause_between_brokers}",
     ]
-    if safety.skipped:
-        names = ", ".join(f"{s.topic}-{s.partition}" for s in safety.skipped[:20])
+    if never_safe:
         details.append(
-            f"{len(safety.skipped)} partition(s) with RF <= min.insync.replicas can never roll safely and are "
-            f"unavailable to acks=all producers while their broker restarts: {names}"
+            f"{len(never_safe)} partition(s) with RF <= min.insync.replicas can never roll safely and will be "
+            f"unavailable to acks=all producers while their broker restarts (neverSafePartitions: Proceed): "
+            f"{_listed(never_safe, len(never_safe))}"
         )
     if rr.post_roll_preferred_election:
         details.append("then: preferred leader election for the restarted brokers")
@@ -225,6 +273,8 @@ def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> _Can
             next_broker=order[0],
             safety=safety,
             post_roll_election=rr.post_roll_preferred_election,
+            never_safe=never_safe[:100],
+            never_safe_count=len(never_safe),
         ),
     )
     return cand
@@ -591,6 +641,7 @@ def _in_flight(ctx: PlanContext, current: CurrentRemediation) -> Decision:
             )
         )
     step: RestartStep | None = None
+    safety: RestartSafety | None = None
     if ctx.snapshot is not None and _snapshot_usable(holds):
         order, safety = _next_broker_safety(ctx, ctx.snapshot, remaining, holds)
         step = RestartStep(
@@ -613,11 +664,22 @@ def _in_flight(ctx: PlanContext, current: CurrentRemediation) -> Decision:
             )
             for h in holds
         ]
+        nxt = remaining[0] if step is None else step.next_broker
+        wait = _roll_wait(ctx, current, nxt, holds, safety)
+        if wait is not None and wait.rules and ctx.now >= wait.deadline:
+            timeout = ctx.spec.remediation.rolling_restart.timeouts.safe_to_restart
+            return Decision(
+                verdict=Verdict.HALT,
+                reason=f"rolling restart {current.id} halted: broker {nxt} did not become safe to restart "
+                f"within {timeout} (timeouts.safeToRestart): {wait.message}",
+                withheld=queued,
+                roll_wait=wait,
+            )
         return Decision(
             verdict=Verdict.NONE,
-            reason=f"rolling restart {current.id} waits before broker {remaining[0] if step is None else step.next_broker}: "
-            f"{holds[0].message}",
+            reason=f"rolling restart {current.id} waits before broker {nxt}: {holds[0].message}",
             withheld=withheld + queued,
+            roll_wait=wait,
         )
     return Decision(
         verdict=Verdict.ACT,
@@ -632,6 +694,78 @@ def _in_flight(ctx: PlanContext, current: CurrentRemediation) -> Decision:
         ),
         reason=f"rolling restart {current.id}: broker {step.next_broker} is next and safe to restart",
         withheld=queued,
+    )
+
+
+# Holds that mean "the cluster is not safe for the next broker": a roll in flight waits on them,
+# up to timeouts.safeToRestart, then halts.
+_SAFETY_HOLDS = frozenset(
+    {
+        WithheldReason.UNSAFE_TO_RESTART,
+        WithheldReason.BROKER_NOT_READY,
+        WithheldReason.OFFLINE_PARTITIONS,
+        WithheldReason.NO_QUORUM_LEADER,
+    }
+)
+# Holds that say nothing about safety (the state could not be read): the wait neither starts,
+# nor ends, nor times out on them.
+_UNKNOWN_HOLDS = frozenset(_SNAPSHOT_HOLDS)
+
+
+def _roll_wait(
+    ctx: PlanContext,
+    current: CurrentRemediation,
+    broker: int,
+    holds: list[Hold],
+    safety: RestartSafety | None,
+) -> RollWait | None:
+    """The wait for the next broker to become safe, when every hold is a safety hold (or the
+    state is unreadable while a wait is on). Any other hold (paused, window, DryRun, the pause
+    between brokers) is a choice, not a wait: it ends the wait and its clock."""
+    reasons = {h.reason for h in holds}
+    if not reasons & _SAFETY_HOLDS or reasons - _SAFETY_HOLDS - _UNKNOWN_HOLDS:
+        if reasons <= _UNKNOWN_HOLDS and current.waiting_since is not None and current.waiting_reason:
+            since = current.waiting_since
+            return RollWait(
+                reason=current.waiting_reason,
+                broker=broker,
+                since=since,
+                deadline=since
+                + parse_duration(ctx.spec.remediation.rolling_restart.timeouts.safe_to_restart),
+                rules=[],
+                message=f"the cluster state could not be read: {holds[0].message}",
+            )
+        return None
+    since = current.waiting_since or ctx.now
+    deadline = since + parse_duration(ctx.spec.remediation.rolling_restart.timeouts.safe_to_restart)
+    rules: list[str] = []
+    partitions: list[str] = []
+    if WithheldReason.BROKER_NOT_READY in reasons:
+        rules.append("one_at_a_time")
+    if WithheldReason.OFFLINE_PARTITIONS in reasons:
+        rules.append("offline")
+    if WithheldReason.NO_QUORUM_LEADER in reasons:
+        rules.append("quorum")
+    for b in safety.blockers if safety is not None else []:
+        if b.rule not in rules:
+            rules.append(b.rule)
+        partitions += [p for p in b.partitions if p not in partitions]
+    reason = (
+        RollWaitReason.WAITING_FOR_BROKER_READY
+        if WithheldReason.BROKER_NOT_READY in reasons
+        else RollWaitReason.WAITING_FOR_SAFETY
+    )
+    blocking = "; ".join(h.message for h in holds if h.reason in _SAFETY_HOLDS)
+    return RollWait(
+        reason=reason,
+        broker=broker,
+        since=since,
+        deadline=deadline,
+        rules=rules,
+        partitions=partitions[:MAX_LISTED],
+        message=f"broker {broker} is not safe to restart (rules: {', '.join(rules) or 'unknown'}): {blocking}; "
+        f"waiting since {iso(since)}, the roll halts at {iso(deadline)}",
+        started=current.waiting_since is None,
     )
 
 

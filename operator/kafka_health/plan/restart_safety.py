@@ -31,7 +31,7 @@ class Blocker(_Model):
 
     rule: str = Field(
         description="unknown_broker | one_at_a_time | under_replicated | offline | min_isr | "
-        "min_isr_unknown | quorum | quorum_unknown | controller_last"
+        "min_isr_unknown | never_safe | quorum | quorum_unknown | controller_last | pods_unknown"
     )
     message: str
     partitions: list[str] = Field(
@@ -95,9 +95,12 @@ def check_restart_safety(
     remaining: Collection[int] = (),
     max_voter_lag: int = 100,
     max_voter_lag_ms: int = 5_000,
+    refuse_never_safe: bool = False,
 ) -> RestartSafety:
     """Whether `broker` may be restarted now. `remaining`: brokers of the roll not yet restarted
-    (the candidate included); the active controller is refused while others remain."""
+    (the candidate included); the active controller is refused while others remain.
+    `refuse_never_safe` (neverSafePartitions: Refuse): a partition of the candidate with
+    RF <= min.insync.replicas blocks it (rule `never_safe`) instead of being skipped."""
     blockers: list[Blocker] = []
     skipped: list[SkippedPartition] = []
     brokers = {b.id: b for b in snapshot.brokers}
@@ -196,7 +199,36 @@ def check_restart_safety(
             )
 
     skipped.sort(key=lambda s: (s.topic, s.partition))
+    if refuse_never_safe and skipped:
+        blockers.append(
+            Blocker(
+                rule="never_safe",
+                message=f"{len(skipped)} partition(s) on broker {broker} have RF <= min.insync.replicas and "
+                "would be unavailable to acks=all producers while it restarts (neverSafePartitions: Refuse)",
+                partitions=[f"{s.topic}-{s.partition}" for s in skipped[:MAX_LISTED]],
+            )
+        )
     return RestartSafety(broker=broker, safe=not blockers, blockers=blockers, skipped=skipped)
+
+
+def never_safe_partitions(snapshot: ClusterSnapshot, brokers: Collection[int]) -> list[SkippedPartition]:
+    """Partitions with a replica on any of `brokers` whose RF <= min.insync.replicas: they can
+    never roll safely (while their broker restarts, acks=all producers to them fail; RF 1:
+    offline). Sorted by topic and partition. Unknown min.insync.replicas counts as not known
+    to be never-safe (rule 2 blocks such partitions anyway)."""
+    min_isr = {c.topic: c.min_insync_replicas for c in snapshot.topic_configs}
+    wanted = set(brokers)
+    out = [
+        SkippedPartition(
+            topic=p.topic,
+            partition=p.partition,
+            replication_factor=len(p.replicas),
+            min_insync_replicas=m,
+        )
+        for p in snapshot.partitions
+        if (m := min_isr.get(p.topic)) is not None and len(p.replicas) <= m and wanted & set(p.replicas)
+    ]
+    return sorted(out, key=lambda s: (s.topic, s.partition))
 
 
 def order_brokers(snapshot: ClusterSnapshot, brokers: Iterable[int]) -> list[int]:

@@ -7,11 +7,11 @@ Design §4, rolling restart, done to the letter for one broker:
 Every step is written through `persist` BEFORE it acts, so an operator restarted mid-step
 resumes at that step (`current`) and never restarts a broker twice:
 
-- CheckingSafety: a fresh LIVE snapshot (never the analytics one) and `check_restart_safety`,
-  plus every other broker pod Ready (`pods_one_at_a_time`); not safe → outcome `unsafe`,
-  nothing touched, the roll back "between brokers" (step `WaitingSafe`).
-- DeletingPod: the pod's uid is recorded (in `current.message`, as `podUid=<uid>`) before the
-  delete, which carries that uid as a precondition. On resume the pod is deleted again only
+- CheckingSafety: a fresh LIVE snapshot (never the analytics one; `safety_only`) and
+  `check_restart_safety`, plus every other broker pod Ready (`pods_one_at_a_time`); not safe →
+  outcome `unsafe`, nothing touched, the roll back "between brokers" (step `WaitingForSafety`).
+- DeletingPod: the pod's uid is recorded (`current.podUid`) before the delete, which carries
+  that uid as a precondition. On resume the pod is deleted again only
   when that very incarnation still exists and is not terminating.
 - WaitingPodReady: a pod for the broker with ANOTHER uid, Ready.
 - WaitingBrokerRegistered: the broker is in the cluster metadata again (registered, unfenced).
@@ -66,6 +66,10 @@ T = TypeVar("T")
 
 
 class Step(StrEnum):
+    """The executor's steps (status.currentRemediation.step)."""
+
+    WAITING_FOR_SAFETY = "WaitingForSafety"
+    """Between brokers: the live re-check refused the next broker; nothing was touched."""
     CHECKING_SAFETY = "CheckingSafety"
     DELETING_POD = "DeletingPod"
     WAITING_POD_READY = "WaitingPodReady"
@@ -74,7 +78,6 @@ class Step(StrEnum):
     DONE = "Done"
 
 
-_ORDER = list(Step)
 _UID = re.compile(r"podUid=([0-9a-fA-F-]+)")
 POLL_SECONDS = 1.0
 
@@ -113,15 +116,12 @@ class _Failed(Exception):
 
 
 def pod_uid_of(current: CurrentRemediation | None) -> str | None:
-    """The uid of the pod being restarted, as recorded in `current.message` (`podUid=<uid>`).
-
-    (A dedicated `pod_uid` field on CurrentRemediation, if the model gains one, is read first.)
-    """
+    """The uid of the pod being restarted: `current.podUid`; for a roll persisted by an older
+    version (no such field), the `podUid=<uid>` it wrote into `current.message`."""
     if current is None:
         return None
-    field_value = getattr(current, "pod_uid", None)
-    if isinstance(field_value, str) and field_value:
-        return field_value
+    if current.pod_uid:
+        return current.pod_uid
     if not current.message:
         return None
     match = _UID.search(current.message)
@@ -153,6 +153,7 @@ def restart_broker(
     cluster_name: str = "kafka",
     max_voter_lag: int = 100,
     max_voter_lag_ms: int = 5_000,
+    refuse_never_safe: bool = False,
 ) -> BrokerRestartOutcome:
     """Restart one broker of a roll, or continue the one in flight.
 
@@ -187,6 +188,8 @@ def restart_broker(
                 started_at=now,
                 brokers_planned=list(step.done) + list(step.order),
                 brokers_done=list(step.done),
+                never_safe_partitions=list(step.never_safe) or None,
+                never_safe_count=step.never_safe_count or None,
             )
         else:
             base = current
@@ -205,6 +208,8 @@ def restart_broker(
             "message": message,
             "brokers_planned": list(planned),
             "brokers_done": list(done),
+            "waiting_since": None,
+            "waiting_reason": None,
         }
         update.update(extra)
         state = state.model_copy(update=update)
@@ -238,13 +243,14 @@ def restart_broker(
         # -------------------------------------------------------------- CheckingSafety
         if at is Step.CHECKING_SAFETY:
             save(Step.CHECKING_SAFETY, f"broker {broker}: checking the restart rules on live state")
-            snapshot = collect_snapshot(admin, cluster_name, clock)
+            snapshot = collect_snapshot(admin, cluster_name, clock, safety_only=True)
             safety = check_restart_safety(
                 snapshot,
                 broker,
                 remaining=remaining,
                 max_voter_lag=max_voter_lag,
                 max_voter_lag_ms=max_voter_lag_ms,
+                refuse_never_safe=refuse_never_safe,
             )
             try:
                 pods = find_broker_pods(k8s, pods_spec, namespace)
@@ -256,7 +262,12 @@ def restart_broker(
             if not safety.safe:
                 # Back to "between brokers": the planner re-checks and tries again later.
                 state = state.model_copy(
-                    update={"current_broker": None, "step": "WaitingSafe", "message": safety.summary()}
+                    update={
+                        "current_broker": None,
+                        "pod_uid": None,
+                        "step": str(Step.WAITING_FOR_SAFETY),
+                        "message": safety.summary(),
+                    }
                 )
                 persist(state)
                 return outcome("unsafe", Step.CHECKING_SAFETY, safety.summary())
@@ -264,11 +275,10 @@ def restart_broker(
             if pod is None:
                 raise _Failed(Step.CHECKING_SAFETY, f"no pod found for broker {broker}")
             old_uid = pod.pod.uid
-            uid_field = {"pod_uid": old_uid} if "pod_uid" in CurrentRemediation.model_fields else {}
             save(
                 Step.DELETING_POD,
-                f"broker {broker}: deleting pod {pod.pod.namespace}/{pod.pod.name} podUid={old_uid}",
-                **uid_field,
+                f"broker {broker}: deleting pod {pod.pod.namespace}/{pod.pod.name} (uid {old_uid})",
+                pod_uid=old_uid,
             )
             at = Step.DELETING_POD
 
@@ -286,9 +296,7 @@ def restart_broker(
                 except K8sError as exc:
                     if exc.status not in (404, 409):  # gone already / another incarnation by now
                         raise _Failed(Step.DELETING_POD, f"broker {broker}: {exc}") from None
-            save(
-                Step.WAITING_POD_READY, f"broker {broker}: waiting for a new Ready pod (old podUid={old_uid})"
-            )
+            save(Step.WAITING_POD_READY, f"broker {broker}: waiting for a new Ready pod (old uid {old_uid})")
             at = Step.WAITING_POD_READY
 
         # -------------------------------------------------------------- WaitingPodReady
@@ -309,7 +317,7 @@ def restart_broker(
                 )
             save(
                 Step.WAITING_BROKER_REGISTERED,
-                f"broker {broker}: pod Ready (new uid {new_uid}); waiting for registration (old podUid={old_uid})",
+                f"broker {broker}: pod Ready (new uid {new_uid}); waiting for registration",
             )
             at = Step.WAITING_BROKER_REGISTERED
 
@@ -323,7 +331,7 @@ def restart_broker(
                 )
             save(
                 Step.WAITING_URP_ZERO,
-                f"broker {broker}: registered; waiting for 0 under-replicated partitions (old podUid={old_uid})",
+                f"broker {broker}: registered; waiting for 0 under-replicated partitions",
             )
             at = Step.WAITING_URP_ZERO
 
@@ -346,6 +354,7 @@ def restart_broker(
                 "step": str(Step.DONE),
                 "step_started_at": finished,
                 "current_broker": None,
+                "pod_uid": None,
                 "brokers_done": list(done),
                 "brokers_planned": planned,
                 "last_broker_finished_at": finished,
@@ -355,9 +364,7 @@ def restart_broker(
         persist(state)
         return outcome("done", Step.DONE, state.message or "")
     except _Failed as exc:
-        state = state.model_copy(
-            update={"message": f"{exc.message} (podUid={old_uid})" if old_uid else exc.message}
-        )
+        state = state.model_copy(update={"message": exc.message})
         return outcome("failed", exc.step, exc.message)
     except (BrokerPodsError, K8sError, AdminCallError) as exc:
         message = f"broker {broker}: {exc}"

@@ -82,7 +82,42 @@ def apply_decision(
     out.offset_resets = resets or None
     out.remediation_summary = decision.reason[:256]
     conditions = list(out.conditions or [])
-    if status.current_remediation is not None or decision.acts:
+    current = out.current_remediation
+    if (
+        current is not None
+        and current.action is ActionType.ROLLING_RESTART
+        and current.current_broker is None
+    ):
+        wait = decision.roll_wait
+        out.current_remediation = current.model_copy(
+            update={
+                "waiting_since": wait.since if wait is not None else None,
+                "waiting_reason": wait.reason if wait is not None else None,
+            }
+        )
+    if decision.roll_wait is not None and decision.verdict is Verdict.NONE:
+        wait = decision.roll_wait
+        out.remediation_summary = wait.message[:256]
+        conditions = set_condition(
+            conditions,
+            ConditionType.REMEDIATING,
+            ConditionStatus.TRUE,
+            wait.reason.value,
+            wait.message[:1024],
+            now,
+            generation,
+        )
+    elif status.current_remediation is not None and decision.verdict is Verdict.NONE and decision.withheld:
+        conditions = set_condition(
+            conditions,
+            ConditionType.REMEDIATING,
+            ConditionStatus.TRUE,
+            decision.withheld[0].reason.value,
+            decision.reason[:1024],
+            now,
+            generation,
+        )
+    elif status.current_remediation is not None or decision.acts:
         what = decision.action.summary if decision.action is not None else decision.reason
         reason = "Resuming" if decision.verdict is Verdict.RESUME else "Acting"
         conditions = set_condition(

@@ -24,6 +24,9 @@ from kafka_health.models.policy import (
     LastDiagnosis,
 )
 
+HALTED = "RemediationHalted"
+"""The Degraded reason of a halted roll; it stays until the spec changes (a new generation)."""
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -146,7 +149,7 @@ def status_after_cycle(
                 for c in conditions
                 if c.type == ConditionType.DEGRADED
                 and c.status == ConditionStatus.TRUE
-                and c.reason == "RemediationHalted"
+                and c.reason == HALTED
                 and c.observed_generation == generation
             ),
             None,
@@ -190,6 +193,36 @@ def status_after_cycle(
     order = [ConditionType.READY, ConditionType.HEALTHY, ConditionType.DEGRADED, ConditionType.REMEDIATING]
     status.conditions = sorted(conditions, key=lambda c: order.index(c.type))
     return status
+
+
+REMEDIATION_FIELDS = (
+    "current_remediation",
+    "pending_plan",
+    "history",
+    "rolling_restarts",
+    "offset_resets",
+    "withheld",
+    "remediation_summary",
+)
+"""The status fields remediation owns (the roll driver writes these, the cycle the rest)."""
+
+
+def merge_remediation(
+    stored: KafkaHealthPolicyStatus, ours: KafkaHealthPolicyStatus
+) -> KafkaHealthPolicyStatus:
+    """`stored` (as the API server has it now: the cycle's diagnosis) with the remediation fields
+    of `ours`: its `Remediating` condition, and its `Degraded` only when it halted a roll."""
+    out = stored.model_copy(update={f: getattr(ours, f) for f in REMEDIATION_FIELDS}, deep=True)
+    mine = {c.type: c for c in ours.conditions or []}
+    take = {ConditionType.REMEDIATING}
+    degraded = mine.get(ConditionType.DEGRADED)
+    if degraded is not None and degraded.status == ConditionStatus.TRUE and degraded.reason == HALTED:
+        take.add(ConditionType.DEGRADED)
+    kept = [c for c in stored.conditions or [] if c.type not in take]
+    conditions = kept + [mine[t] for t in take if t in mine]
+    order = [ConditionType.READY, ConditionType.HEALTHY, ConditionType.DEGRADED, ConditionType.REMEDIATING]
+    out.conditions = sorted(conditions, key=lambda c: order.index(c.type)) or None
+    return out
 
 
 def status_patch(status: KafkaHealthPolicyStatus) -> dict[str, Any]:

@@ -1,0 +1,223 @@
+"""The roll driver: carries a rolling restart in flight at the cluster's pace, beside the cycles.
+
+A roll used to advance one broker per diagnosis cycle. Now, once a roll is in flight (or the
+cycle decides to start one), the policy's worker hands it to this driver: a thread of its own
+that loops "read live state → plan → act" until the roll ends. Each turn reads a safety-only
+snapshot and the broker pods' readiness right before the planner decides, so the next broker
+goes as soon as the live safety rules pass (pod Ready, broker registered, URP 0, the
+per-partition and quorum rules), while diagnosis cycles keep running beside it.
+
+While the planner says the roll waits for safety, the driver re-reads every `POLL_SECONDS`;
+for a pause between brokers it sleeps until the pause ends. For any other hold (paused,
+window closed, mode changed, cluster locked) it stops, and the next cycle starts it again.
+
+Status: the driver and the cycle share one lock per policy; the driver writes only the
+remediation fields (`merge_remediation`) over the status as stored, so the cycle's diagnosis
+and the driver's roll progress never overwrite each other.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from kafka_health.collect.snapshot import collect_snapshot
+from kafka_health.k8s.client import K8sError
+from kafka_health.models.policy import (
+    ActionType,
+    KafkaHealthPolicyStatus,
+    PolicyError,
+    WithheldReason,
+    parse_spec,
+    parse_status,
+)
+from kafka_health.plan import Decision, Verdict
+from kafka_health.remediate.rolling_restart import Step
+from kafka_health.report.status import merge_remediation, status_patch
+
+if TYPE_CHECKING:
+    from kafka_health.controller.cycle import PolicyWorker
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 2.0
+"""How often a roll waiting for safety re-reads the cluster."""
+
+# Holds the driver keeps waiting on (re-reading live state); any other hold ends its turn.
+_WAITS = frozenset(
+    {
+        WithheldReason.UNSAFE_TO_RESTART,
+        WithheldReason.BROKER_NOT_READY,
+        WithheldReason.OFFLINE_PARTITIONS,
+        WithheldReason.NO_QUORUM_LEADER,
+        WithheldReason.PAUSING_BETWEEN_BROKERS,
+        WithheldReason.SNAPSHOT_UNREADABLE,
+        WithheldReason.SNAPSHOT_INCOMPLETE,
+        WithheldReason.SNAPSHOT_STALE,
+    }
+)
+
+
+class Stopped(Exception):
+    """The policy's work stopped (deleted, operator shutting down): leave mid-wait, touch nothing."""
+
+
+OnEvent = Callable[[str, str, str], None]
+
+
+class RollDriver:
+    """One policy's roll in flight, driven in its own thread until it ends or is held."""
+
+    def __init__(self, worker: PolicyWorker, on_event: OnEvent, clock: Callable[[], datetime] | None = None):
+        self.worker = worker
+        self.on_event = on_event
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self, first: tuple[Decision, KafkaHealthPolicyStatus] | None = None) -> None:
+        """Run in a new thread; `first`: a decision the cycle just made on live state (a roll to
+        start), acted on before the driver plans by itself. Event posting needs the caller's
+        context (Kopf's), so the thread runs in a copy of it."""
+        context = contextvars.copy_context()
+        ns, name = self.worker.namespace, self.worker.name
+        self._thread = threading.Thread(
+            target=context.run, args=(self._run, first), name=f"roll-{ns}/{name}", daemon=True
+        )
+        self._thread.start()
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Ask the driver to stop and wait for it: it leaves at its next wait or between steps
+        (a step in flight is persisted first, so the next driver resumes it)."""
+        self.stopping.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def sleep(self, seconds: float) -> None:
+        if self.stopping.wait(max(0.0, seconds)):
+            raise Stopped
+
+    # ------------------------------------------------------------------ status
+    def persist(self, status: KafkaHealthPolicyStatus) -> None:
+        """Write the roll's fields over the status as stored now (under the policy's lock)."""
+        w = self.worker
+        k8s = w.runtime.k8s
+        with w.status_lock:
+            try:
+                stored = k8s.read_policy(w.namespace, w.name)
+                if stored is None:
+                    return
+                merged = merge_remediation(parse_status(stored.get("status")), status)
+                k8s.patch_policy_status(w.namespace, w.name, status_patch(merged))
+            except K8sError as exc:
+                if exc.status != 404:
+                    log.warning("status of %s/%s not written: %s", w.namespace, w.name, exc)
+
+    # ------------------------------------------------------------------ the loop
+    def _run(self, first: tuple[Decision, KafkaHealthPolicyStatus] | None) -> None:
+        w = self.worker
+        try:
+            if first is not None:
+                stored = w.runtime.k8s.read_policy(w.namespace, w.name)
+                if stored is None:
+                    return
+                self._act(
+                    *first, metadata=dict(stored.get("metadata") or {}), raw_spec=stored.get("spec") or {}
+                )
+            while not self.stopping.is_set() and self._turn():
+                pass
+        except Stopped:
+            log.info("roll of %s/%s: stopped; the next start resumes it from status", w.namespace, w.name)
+        except Exception:
+            log.exception("roll of %s/%s failed; the next cycle takes it up from status", w.namespace, w.name)
+
+    def _turn(self) -> bool:
+        """One decision on live state and what it calls for; False when the driver is done."""
+        from kafka_health.controller.remediation import decide
+
+        w = self.worker
+        stored = w.runtime.k8s.read_policy(w.namespace, w.name)
+        if stored is None:
+            return False
+        status = parse_status(stored.get("status"))
+        current = status.current_remediation
+        if current is None or current.action is not ActionType.ROLLING_RESTART:
+            return False
+        try:
+            spec = parse_spec(stored.get("spec") or {})
+        except PolicyError:
+            return False  # the cycle reports InvalidSpec
+        admin = w.admin
+        if admin is None:
+            return False
+        snapshot = collect_snapshot(admin, w.cluster_name, self.clock, safety_only=True)
+        pods_ready = w.broker_pods_ready(spec)
+        decision, new_status = decide(
+            metadata=dict(stored.get("metadata") or {}),
+            spec=spec,
+            status=status,
+            snapshot=snapshot,
+            diagnosis=w.last_diagnosis,
+            now=self.clock(),
+            broker_pods_ready=pods_ready,
+        )
+        wait = decision.roll_wait
+        if wait is not None and wait.started and decision.verdict is Verdict.NONE:
+            self.on_event("Warning", wait.reason.value, f"{current.id}: {wait.message}")
+        if not decision.acts:
+            self.persist(new_status)
+            holds = {h.reason for h in decision.withheld if h.id == current.id}
+            if not holds or not holds <= _WAITS:
+                return False  # held by a choice (paused, window, mode): the cycles take it from here
+            retry = [h.retry_at for h in decision.withheld if h.id == current.id and h.retry_at is not None]
+            pause = (min(retry) - self.clock()).total_seconds() if retry else POLL_SECONDS
+            self.sleep(min(max(pause, 0.0), 60.0) if retry else POLL_SECONDS)
+            return True
+        after = self._act(
+            decision,
+            new_status,
+            metadata=dict(stored.get("metadata") or {}),
+            raw_spec=stored.get("spec") or {},
+        )
+        current_after = after.current_remediation
+        if current_after is not None and current_after.step == Step.WAITING_FOR_SAFETY:
+            self.sleep(POLL_SECONDS)  # the executor's own re-check refused: do not spin
+        return True
+
+    def _act(
+        self,
+        decision: Decision,
+        status: KafkaHealthPolicyStatus,
+        *,
+        metadata: dict[str, Any],
+        raw_spec: dict[str, Any],
+    ) -> KafkaHealthPolicyStatus:
+        from kafka_health.controller.remediation import ActContext, act
+
+        w = self.worker
+        admin = w.admin
+        if admin is None:
+            return status
+        self.persist(status)
+        ctx = ActContext(
+            metadata=metadata,
+            spec=parse_spec(raw_spec),
+            snapshot=w.last_snapshot,
+            admin=admin,
+            k8s=w.runtime.k8s,
+            persist=self.persist,
+            clock=self.clock,
+            on_event=self.on_event,
+            sleep=self.sleep,
+        )
+        after = act(decision, status, ctx)
+        self.persist(after)
+        return after
