@@ -34,16 +34,6 @@ from tests.unit.resources.bad_specs import BAD_SPECS
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 
 INTERVAL_S = 10
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def crds(k8s_control_plane: ControlPlane) -> None:
-    for path in sorted((REPO / "crds").glob("*.yaml")):
-        kubectl(k8s_control_plane, "apply", "--server-side", "-f", str(path))
-    kubectl(
-        k8s_control_plane, "wait", "--for=condition=Established", "crd/kafkahealthpolicies.kafkahealth.io"
-    )
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
 from kafka_health.collect.snapshot import collect_snapshot
 from kafka_health.controller.credentials import CredentialsError, connection_for
 from kafka_health.controller.runtime import Runtime
-from kafka_health.diagnose.from_policy import enabled, thresholds_for
+from kafka_health.diagnose.from_policy import enabled, thresholds_for, with_roll_consequence
 from kafka_health.diagnose.run import run_diagnosis
 from kafka_health.history.store import HistoryStore
 from kafka_health.k8s.client import K8sError
@@ -146,6 +146,7 @@ class PolicyWorker:
             snapshot, rt.settings.history_dir, thresholds_for(spec.diagnostics.checks), rt.spark()
         )
         diagnosis = _only_enabled(diagnosis, spec)
+        diagnosis = with_roll_consequence(diagnosis, spec.remediation.rolling_restart.never_safe_partitions)
         return CycleOutcome(diagnosis=diagnosis, remediation_blockers=tuple(blockers))
 
     def _maintain(self, store: HistoryStore, spec: KafkaHealthPolicySpec, now: datetime) -> None:

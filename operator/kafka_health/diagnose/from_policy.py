@@ -7,8 +7,8 @@ means what its description says.
 
 from __future__ import annotations
 
-from kafka_health.models.findings import Finding
-from kafka_health.models.policy import Checks, parse_duration
+from kafka_health.models.findings import Diagnosis, Finding
+from kafka_health.models.policy import Checks, NeverSafePartitions, parse_duration
 from kafka_health_spark.thresholds import Thresholds
 
 # Which policy toggle governs each check id the diagnosis emits.
@@ -73,3 +73,22 @@ def enabled(finding: Finding, checks: Checks) -> bool:
     if toggle is None:
         return True
     return bool(getattr(checks, toggle).enabled)
+
+
+ROLL_CONSEQUENCE: dict[NeverSafePartitions, str] = {
+    NeverSafePartitions.REFUSE: " A rolling restart of its brokers is refused while it stays so "
+    "(spec.remediation.rollingRestart.neverSafePartitions: Refuse).",
+    NeverSafePartitions.PROCEED: " A rolling restart goes ahead and it is unavailable to acks=all producers "
+    "while each of its brokers restarts (spec.remediation.rollingRestart.neverSafePartitions: Proceed).",
+}
+
+
+def with_roll_consequence(diagnosis: Diagnosis, never_safe: NeverSafePartitions) -> Diagnosis:
+    """`min_isr_too_high` findings say what this policy's rolling restarts will do about the topic,
+    so the finding and the roll never disagree."""
+    suffix = ROLL_CONSEQUENCE[never_safe]
+    findings = [
+        f.model_copy(update={"message": f.message + suffix}) if f.check == "min_isr_too_high" else f
+        for f in diagnosis.findings
+    ]
+    return diagnosis.model_copy(update={"findings": findings})

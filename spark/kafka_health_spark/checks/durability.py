@@ -2,7 +2,8 @@
 
 - replication factor below 3: one broker loss leaves no margin (RF 1: it loses data);
 - min.insync.replicas below 2: acks=all is acknowledged by a single copy;
-- min.insync.replicas ≥ RF: one broker down (or a restart) blocks every acks=all write
+- min.insync.replicas ≥ RF: one broker down (or a restart) blocks every acks=all write; what a
+  rolling restart does about it is the policy's choice (the operator adds it to the message)
   (above RF: such writes never succeed);
 - unclean.leader.election.enable: an out-of-sync replica may become leader and drop committed data.
 RF per topic is its largest replica set (partitions of one topic normally agree).
@@ -101,7 +102,7 @@ def min_isr_too_high(frames: Frames, t: Thresholds) -> DataFrame:
             "min_isr",
             "rf",
             F.when(F.col("min_isr") > F.col("rf"), F.lit("acks=all writes can never succeed.")).otherwise(
-                F.lit("any broker down blocks acks=all writes (and every rolling restart).")
+                F.lit("while any of its brokers is down or restarting, acks=all writes to it fail.")
             ),
         ),
         evidence=_evidence(),
