@@ -1,42 +1,37 @@
 """The one place each Kafka admin call is made; every call is bounded by a timeout.
 
-confluent-kafka (librdkafka) does almost everything; kafka-python is used only for what
-confluent-kafka lacks in Python: log-dir sizes, the KRaft metadata quorum, and broker
-registrations including fenced brokers. Calls return typed values; a call that fails as a
-whole raises `AdminCallError`; calls over many items (topics, partitions, groups, brokers)
-return a `Partial` that keeps the per-item errors, so callers can say exactly what is missing.
+`KafkaAdmin` is what the rest of the operator uses. The calls themselves (confluent-kafka for
+almost everything, kafka-python for log dirs, the metadata quorum and broker registrations)
+are in `admin_calls.AdminCalls`, and they run in the client host, a supervised child process
+(`client_host`): no librdkafka or kafka-python code runs in the operator's process, so a native
+crash in a client library (librdkafka #5040: SIGSEGV on NOT_COORDINATOR for an OffsetFetch
+while the group's coordinator restarts; PR #5397: an abort in any coordinator-routed admin call
+whose connection drops) never takes the operator down. Calls return typed values; a call that
+fails as a whole raises `AdminCallError`; calls over many items (topics, partitions, groups,
+brokers) return a `Partial` that keeps the per-item errors, so callers can say exactly what is
+missing.
 
-Timeouts: librdkafka gets `request_timeout` *and* every future is bounded with `wait()` (in
-confluent-kafka 2.16.1 `elect_leaders` rejects `request_timeout`/`operation_timeout`, so
-calls like it must rely on the bounded future alone). kafka-python's blocking calls run in a
-small thread pool and are bounded the same way (`kafka_python.KafkaPython`). Remediation adds
-its calls here too (`elect_leaders`, `alter_consumer_group_offsets`), using `_gather` /
-`_bounded`, so there stays one place per Kafka call.
-
-A frozen broker (GC pause, SIGSTOP) that still holds an open connection can make librdkafka
-wait on it for one cycle: the affected parts time out and are reported, and the connection
-is dropped after `request` seconds.
+When the client process dies during a call it is restarted once, however many calls saw it die,
+with a WARNING log ("Kafka client process died with SIGSEGV during group_offsets; restarted")
+and `kafka_health_client_process_restarts_total{reason}`; then:
+- a read is retried once on the fresh process; if that dies too, the call fails like any other
+  failed read: `AdminCallError` for a whole call, or every item in the `Partial`'s errors (so a
+  snapshot reports e.g. `group:<id>` missing: a partial read, never a crash);
+- a write (`elect_preferred`, `alter_group_offsets`) is never retried: it raises
+  `AdminCallError` saying the outcome is unknown (callers re-read, as for a timed-out write).
+A retried read may take up to twice its timeout plus the process start (about a second).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future, wait
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn, TypeVar
 
-from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
-    ElectionType,
-    KafkaError,
-    KafkaException,
-    TopicPartition,
-)
-from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
-
-from kafka_health.collect import logs, parse
+from kafka_health.collect import client_host, logs
+from kafka_health.collect.client_host import SUPERVISOR, TRANSPORT_ERRORS, HostError
 from kafka_health.collect.connection import ConnectionConfig, redact
-from kafka_health.collect.kafka_python import KafkaPython
 from kafka_health.collect.results import (
     AdminCallError,
     BrokerRegistration,
@@ -48,7 +43,7 @@ from kafka_health.collect.results import (
     Timeouts,
     TopicPartitionKey,
 )
-from kafka_health.models.snapshot import Broker, GroupOffset, LogDir, Partition, PartitionOffsets, Quorum
+from kafka_health.models.snapshot import GroupOffset, LogDir, PartitionOffsets, Quorum
 
 __all__ = [
     "AdminCallError",
@@ -63,11 +58,23 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+# The name a whole-call `AdminCallError` carries, per method (as the client code names it).
+_CALL_NAMES = {
+    "list_groups": "list_consumer_groups",
+    "describe_quorum": "describe_metadata_quorum",
+    "elect_preferred": "elect_leaders",
+    "alter_group_offsets": "alter_consumer_group_offsets",
+}
 
 
-def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+class _Crashed(Exception):
+    """A read's process died on the first attempt and on its retry."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(how)
+        self.how = how
 
 
 class KafkaAdmin:
@@ -88,24 +95,30 @@ class KafkaAdmin:
         )
         self.timeouts = timeouts or Timeouts()
         self._secrets = self.connection.secrets
+        logs.install()  # the child's records are handed to this process's loggers: scrub here too
         logs.SECRETS.add(self._secrets)
-        self._conf: dict[str, Any] = {
-            **self.connection.confluent(),
-            "logger": logs.install(),
-            "socket.timeout.ms": int(self.timeouts.request * 1000),
-            "reconnect.backoff.max.ms": 2000,
-            "log.connection.close": False,
-        }
-        self._admin: AdminClient | None = AdminClient(self._conf)
-        self._kp = KafkaPython(self.connection.kafka_python(), self.timeouts, self.reason)
+        self._lock = threading.Lock()
+        self._remote: Any = None  # the `AdminCalls` in the client host, created on first call
+        self._generation = -1  # the host generation `_remote` lives in
+        self._seen_deaths: set[int] = set()
+        self._closed = False
+        self._local: Any = None
+        self.restarts = 0  # client process deaths this admin's calls saw (and recovered from)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        if self._admin is None:
-            return
-        self._kp.close()
-        self._drain_logs()
-        self._admin = None
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            remote, generation, self._remote = self._remote, self._generation, None
+            self._local = None
+        host = SUPERVISOR.host()
+        if remote is not None and host is not None and generation == SUPERVISOR.generation:
+            try:
+                client_host.check_result(remote._callmethod("run", ("close", (), self._levels())), host)
+            except Exception as exc:  # the process died: nothing of this client is left to close
+                log.debug("closing the Kafka client failed: %s", redact(str(exc), self._secrets))
         logs.SECRETS.remove(self._secrets)
 
     def __enter__(self) -> KafkaAdmin:
@@ -116,219 +129,147 @@ class KafkaAdmin:
 
     # ------------------------------------------------------------------ helpers
     @property
-    def client(self) -> AdminClient:
-        if self._admin is None:
-            raise AdminCallError("admin", "client is closed")
-        return self._admin
+    def client(self) -> Any:
+        """An in-process confluent-kafka `AdminClient` on this cluster, for tests and tools that
+        need a call `KafkaAdmin` does not offer. It is NOT isolated (a librdkafka crash in it
+        takes this process down); the operator never uses it."""
+        with self._lock:
+            if self._closed:
+                raise AdminCallError("admin", "client is closed")
+            if self._local is None:
+                from confluent_kafka.admin import AdminClient
 
-    def _retire(self, client: object) -> None:
-        """Let go of a replaced client later: destroying it waits for its in-flight requests,
-        and futures other threads still wait on must be able to resolve."""
-        keeper = threading.Timer(2 * self.timeouts.request, lambda c: None, args=(client,))
-        keeper.daemon = True
-        keeper.start()
-
-    def _drain_logs(self) -> None:
-        """librdkafka hands log lines to the Python logger only when the client is polled."""
-        if self._admin is not None:
-            self._admin.poll(0)
+                conf: dict[str, Any] = {**self.connection.confluent(), "logger": logs.install()}
+                self._local = AdminClient(conf)
+            return self._local
 
     def reason(self, exc: object) -> str:
         """A short, secret-free description of a client error (exception or KafkaError)."""
-        err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
-        if isinstance(err, KafkaError):
+        # confluent_kafka is never imported here: its types are recognised by name.
+        args: tuple[Any, ...] = getattr(exc, "args", ())
+        err: Any = args[0] if type(exc).__name__ == "KafkaException" and args else exc
+        if type(err).__name__ == "KafkaError":
             text = f"{err.name()}: {err.str()}"
         else:
             text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
         return redact(text, self._secrets)
 
-    def _gather(self, futures: Mapping[K, Future[Any]], timeout: float) -> Partial[K, Any]:
-        """Wait for all futures together, at most `timeout` seconds; sort results from errors."""
-        done, _ = wait(set(futures.values()), timeout=timeout)
-        out: Partial[K, Any] = Partial()
-        for key, fut in futures.items():
-            if fut not in done:  # not cancelled: librdkafka still completes it later
-                out.errors[key] = f"timed out after {timeout:.1f}s"
-            elif (exc := fut.exception()) is not None:
-                out.errors[key] = self.reason(exc)
-            else:
-                out.values[key] = fut.result()
-        self._drain_logs()
-        return out
+    @staticmethod
+    def _levels() -> dict[str, int]:
+        return {name: logging.getLogger(name).getEffectiveLevel() for name in client_host.FORWARDED_LOGGERS}
 
-    def _bounded(self, call: str, fut: Future[T], timeout: float) -> T:
-        result = self._gather({call: fut}, timeout)
-        if call in result.errors:
-            raise AdminCallError(call, result.errors[call])
-        value: T = result.values[call]
-        return value
+    def _attach(self, host: client_host.ClientHost, generation: int) -> Any:
+        """This admin's remote object on `generation`'s host (created there when needed)."""
+        with self._lock:
+            if self._closed:
+                raise AdminCallError("admin", "client is closed")
+            if self._remote is None or self._generation != generation:
+                self._remote = None
+                self._remote = host.create(self.connection, self.timeouts)
+                self._generation = generation
+            return self._remote
+
+    def _died(self, generation: int, method: str) -> str:
+        how = SUPERVISOR.died(generation, method)
+        with self._lock:
+            if generation not in self._seen_deaths:
+                self._seen_deaths.add(generation)
+                self.restarts += 1
+        return how
+
+    def _call(self, method: str, *args: Any, write: bool = False) -> Any:
+        """Run `method` in the client host. A read whose process dies is retried once on a fresh
+        one (`_Crashed` if that dies too); a write raises `AdminCallError` (outcome unknown)."""
+        call = _CALL_NAMES.get(method, method)
+        how = ""
+        for _attempt in (1, 2):
+            if self._closed:
+                raise AdminCallError("admin", "client is closed")
+            try:
+                host, generation = SUPERVISOR.current(method)
+            except HostError as exc:
+                raise AdminCallError(call, str(exc)) from None
+            try:
+                remote = self._attach(host, generation)
+                answer = remote._callmethod("run", (method, args, self._levels()))
+            except TRANSPORT_ERRORS:
+                how = self._died(generation, method)
+                if write:
+                    raise AdminCallError(
+                        call,
+                        f"the Kafka client process crashed ({how}) during the call: the outcome is "
+                        "unknown (it may have been applied; re-read before retrying)",
+                    ) from None
+                continue
+            return client_host.check_result(answer, host)
+        raise _Crashed(how)
+
+    def _whole(self, method: str, exc: _Crashed) -> NoReturn:
+        raise AdminCallError(
+            _CALL_NAMES.get(method, method),
+            f"the Kafka client process crashed ({exc.how}) twice; the call was retried once on a fresh process",
+        ) from None
+
+    @staticmethod
+    def _each(keys: Iterable[K], exc: _Crashed) -> Partial[K, Any]:
+        reason = f"the Kafka client process crashed ({exc.how}) twice; the call was retried once"
+        return Partial(errors=dict.fromkeys(keys, reason))
 
     # ------------------------------------------------------------------ confluent-kafka
     def metadata(self) -> ClusterMetadata:
-        """Brokers, topics and partitions (leader, replicas, ISR) in one Metadata request.
-
-        librdkafka keeps sending to a broker whose connection is up, even when its process is
-        frozen (GC pause, SIGSTOP); a new client only uses brokers that complete the handshake.
-        So the second half of the budget goes to a fresh client, which then replaces this one.
-        """
-        half = self.timeouts.metadata / 2
+        """Brokers, topics and partitions (leader, replicas, ISR) in one Metadata request
+        (a frozen broker's connection gets half the budget; a fresh client the other half)."""
         try:
-            md = self.client.list_topics(timeout=half)
-        except Exception:
-            fresh = AdminClient(self._conf)
-            try:
-                md = fresh.list_topics(timeout=half)
-            except Exception as exc:
-                raise AdminCallError("metadata", self.reason(exc)) from None
-            finally:
-                fresh.poll(0)
-            self._retire(self._admin)
-            self._admin = fresh
-        finally:
-            self._drain_logs()
-        brokers = [Broker(id=b.id, host=b.host, port=b.port, alive=True) for b in md.brokers.values()]
-        partitions: list[Partition] = []
-        topic_errors: dict[str, str] = {}
-        for name, topic in md.topics.items():
-            if topic.error is not None and not topic.partitions:
-                topic_errors[name] = f"{topic.error.name()}: {topic.error.str()}"
-                continue
-            for p in topic.partitions.values():
-                partitions.append(
-                    Partition(
-                        topic=name,
-                        partition=p.id,
-                        leader=p.leader if p.leader >= 0 else None,
-                        replicas=list(p.replicas),
-                        isr=list(p.isrs),
-                    )
-                )
-        partitions.sort(key=lambda p: (p.topic, p.partition))
-        controller = md.controller_id if md.controller_id >= 0 else None
-        return ClusterMetadata(
-            md.cluster_id, controller, sorted(brokers, key=lambda b: b.id), partitions, topic_errors
-        )
+            result: ClusterMetadata = self._call("metadata")
+        except _Crashed as exc:
+            self._whole("metadata", exc)
+        return result
 
     def topic_configs(self, topics: Iterable[str]) -> Partial[str, dict[str, str | None]]:
         """Effective values of `parse.TOPIC_CONFIG_KEYS` per topic (broker defaults included)."""
-        futures: dict[str, Future[Any]] = {}
-        for chunk in _chunks(sorted(set(topics)), self.CONFIGS_BATCH):
-            resources = [ConfigResource(ResourceType.TOPIC, t) for t in chunk]
-            for res, fut in self.client.describe_configs(
-                resources, request_timeout=self.timeouts.request
-            ).items():
-                futures[res.name] = fut
-        raw = self._gather(futures, self.timeouts.request)
-        out: Partial[str, dict[str, str | None]] = Partial(errors=raw.errors)
-        for topic, entries in raw.values.items():
-            out.values[topic] = {
-                k: entries[k].value if k in entries else None for k in parse.TOPIC_CONFIG_KEYS
-            }
-        return out
+        keys = sorted(set(topics))
+        try:
+            result: Partial[str, dict[str, str | None]] = self._call("topic_configs", keys)
+        except _Crashed as exc:
+            return self._each(keys, exc)
+        return result
 
     def list_offsets(
         self, partitions: Iterable[TopicPartitionKey]
     ) -> Partial[TopicPartitionKey, PartitionOffsets]:
         """Earliest (log start) and latest (log end) offsets, in batches sent together."""
         keys = sorted(set(partitions))
-        starts: dict[TopicPartitionKey, Future[Any]] = {}
-        ends: dict[TopicPartitionKey, Future[Any]] = {}
-        for chunk in _chunks(keys, self.OFFSETS_BATCH):
-            for spec, into in ((OffsetSpec.earliest(), starts), (OffsetSpec.latest(), ends)):
-                request = {TopicPartition(t, p): spec for t, p in chunk}
-                for tp, fut in self.client.list_offsets(
-                    request, request_timeout=self.timeouts.request
-                ).items():
-                    into[(tp.topic, tp.partition)] = fut
-        both: dict[tuple[str, TopicPartitionKey], Future[Any]] = {
-            **{("earliest", k): f for k, f in starts.items()},
-            **{("latest", k): f for k, f in ends.items()},
-        }
-        raw = self._gather(both, self.timeouts.request)
-        out: Partial[TopicPartitionKey, PartitionOffsets] = Partial()
-        for (which, key), err in sorted(raw.errors.items()):
-            out.errors[key] = f"{out.errors[key]}; " if key in out.errors else ""
-            out.errors[key] += f"{which} offset: {err}"
-        for key in keys:
-            start, end = raw.values.get(("earliest", key)), raw.values.get(("latest", key))
-            if start is None and end is None:
-                continue
-            out.values[key] = PartitionOffsets(
-                topic=key[0],
-                partition=key[1],
-                log_start_offset=parse.known(start.offset) if start is not None else None,
-                log_end_offset=parse.known(end.offset) if end is not None else None,
-            )
-        return out
+        try:
+            result: Partial[TopicPartitionKey, PartitionOffsets] = self._call("list_offsets", keys)
+        except _Crashed as exc:
+            return self._each(keys, exc)
+        return result
 
     def list_groups(self) -> tuple[list[GroupListing], list[str]]:
         """Every consumer group, and the errors of coordinators that did not answer (their
         groups are then absent from the list: callers must report it)."""
-        fut = self.client.list_consumer_groups(request_timeout=self.timeouts.request)
-        result = self._bounded("list_consumer_groups", fut, self.timeouts.request)
-        listings = sorted(
-            (
-                GroupListing(
-                    group_id=g.group_id,
-                    state=parse.group_state(g.state.name) if g.state is not None else "Unknown",
-                    type=g.type.name.title() if getattr(g, "type", None) is not None else "Unknown",
-                )
-                for g in result.valid or []
-            ),
-            key=lambda g: g.group_id,
-        )
-        return listings, sorted({self.reason(e) for e in result.errors or []})
+        try:
+            result: tuple[list[GroupListing], list[str]] = self._call("list_groups")
+        except _Crashed as exc:
+            self._whole("list_groups", exc)
+        return result
 
     def describe_groups(self, group_ids: Iterable[str]) -> Partial[str, GroupDescription]:
-        futures: dict[str, Future[Any]] = {}
-        for chunk in _chunks(sorted(set(group_ids)), self.GROUPS_BATCH):
-            futures.update(
-                self.client.describe_consumer_groups(list(chunk), request_timeout=self.timeouts.request)
-            )
-        raw = self._gather(futures, self.timeouts.request)
-        out: Partial[str, GroupDescription] = Partial(errors=raw.errors)
-        for gid, desc in raw.values.items():
-            assigned = sorted(
-                {
-                    (tp.topic, tp.partition)
-                    for m in desc.members
-                    if m.assignment is not None
-                    for tp in m.assignment.topic_partitions
-                }
-            )
-            out.values[gid] = GroupDescription(
-                group_id=gid,
-                state=parse.group_state(desc.state.name),
-                member_ids=sorted(m.member_id for m in desc.members),
-                assigned=assigned,
-            )
-        return out
+        keys = sorted(set(group_ids))
+        try:
+            result: Partial[str, GroupDescription] = self._call("describe_groups", keys)
+        except _Crashed as exc:
+            return self._each(keys, exc)
+        return result
 
     def group_offsets(self, group_ids: Iterable[str]) -> Partial[str, list[GroupOffset]]:
         """Committed offsets per group (librdkafka takes one group per request; all sent together)."""
-        futures: dict[str, Future[Any]] = {}
-        for gid in sorted(set(group_ids)):
-            request = [ConsumerGroupTopicPartitions(gid)]
-            futures.update(
-                self.client.list_consumer_group_offsets(request, request_timeout=self.timeouts.request)
-            )
-        raw = self._gather(futures, self.timeouts.request)
-        out: Partial[str, list[GroupOffset]] = Partial(errors=raw.errors)
-        for gid, result in raw.values.items():
-            offsets, failed = [], []
-            for tp in result.topic_partitions:
-                if tp.error is not None:
-                    failed.append(f"{tp.topic}-{tp.partition}: {tp.error.str()}")
-                    continue
-                offsets.append(
-                    GroupOffset(
-                        topic=tp.topic, partition=tp.partition, committed_offset=parse.known(tp.offset)
-                    )
-                )
-            out.values[gid] = sorted(offsets, key=lambda o: (o.topic, o.partition))
-            if failed:
-                out.errors[gid] = "; ".join(failed)
-        return out
+        keys = sorted(set(group_ids))
+        try:
+            result: Partial[str, list[GroupOffset]] = self._call("group_offsets", keys)
+        except _Crashed as exc:
+            return self._each(keys, exc)
+        return result
 
     # ------------------------------------------------------------------ remediation
     def elect_preferred(
@@ -340,33 +281,15 @@ class KafkaAdmin:
         preferred replica already leads), ("preferred_not_available", reason)
         (PREFERRED_LEADER_NOT_AVAILABLE, 80: not alive or not in the ISR) or ("failed", reason).
         The whole request failing or timing out raises `AdminCallError` (it may still have
-        been applied: re-read the leaders). confluent-kafka 2.16.1 raises SystemError when
-        `request_timeout`/`operation_timeout` are passed, so only the future is bounded.
+        been applied: re-read the leaders); so does the client process dying during it.
         """
         keys = sorted(set(partitions))
         if not keys:
             return {}
-        fut = self.client.elect_leaders(ElectionType.PREFERRED, [TopicPartition(t, p) for t, p in keys])
-        raw = self._bounded("elect_leaders", fut, self.timeouts.request + 5)
-        results = {(tp.topic, tp.partition): err for tp, err in (raw or {}).items()}
-        out: dict[TopicPartitionKey, tuple[str, str | None]] = {}
-        for key in keys:
-            if key not in results:
-                out[key] = ("failed", "no result for this partition in the answer")
-                continue
-            err = results[key]
-            if err is None:
-                out[key] = ("elected", None)
-                continue
-            kerr = err.args[0] if isinstance(err, KafkaException) and err.args else err
-            code = kerr.code() if isinstance(kerr, KafkaError) else None
-            if code == KafkaError.ELECTION_NOT_NEEDED:
-                out[key] = ("not_needed", self.reason(err))
-            elif code == KafkaError.PREFERRED_LEADER_NOT_AVAILABLE:
-                out[key] = ("preferred_not_available", self.reason(err))
-            else:
-                out[key] = ("failed", self.reason(err))
-        return out
+        result: dict[TopicPartitionKey, tuple[str, str | None]] = self._call(
+            "elect_preferred", keys, write=True
+        )
+        return result
 
     def alter_group_offsets(
         self, group: str, offsets: Mapping[TopicPartitionKey, int]
@@ -374,27 +297,14 @@ class KafkaAdmin:
         """Commit `offsets` for `group` (AlterConsumerGroupOffsets). Values: the offsets the
         broker accepted; errors: per partition (a group with members answers UNKNOWN_MEMBER_ID
         (25): "UNKNOWN_MEMBER_ID ..." means the group is not Empty). A failure of the whole
-        request raises `AdminCallError` (its reason starts with UNKNOWN_MEMBER_ID likewise)."""
-        out: Partial[TopicPartitionKey, int] = Partial()
+        request raises `AdminCallError` (its reason starts with UNKNOWN_MEMBER_ID likewise), and
+        so does the client process dying during it (the outcome is then unknown: re-read)."""
         if not offsets:
-            return out
-        request = ConsumerGroupTopicPartitions(
-            group, [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
+            return Partial()
+        result: Partial[TopicPartitionKey, int] = self._call(
+            "alter_group_offsets", group, {k: int(v) for k, v in offsets.items()}, write=True
         )
-        futures = self.client.alter_consumer_group_offsets([request], request_timeout=self.timeouts.request)
-        result = self._bounded("alter_consumer_group_offsets", futures[group], self.timeouts.request)
-        seen = set()
-        for tp in result.topic_partitions:
-            key = (tp.topic, tp.partition)
-            seen.add(key)
-            if tp.error is not None:
-                out.errors[key] = self.reason(tp.error)
-            else:
-                out.values[key] = tp.offset
-        for key in offsets:
-            if key not in seen:
-                out.errors[key] = "no result for this partition in the answer"
-        return out
+        return result
 
     def offsets_for_times(
         self, partitions: Iterable[TopicPartitionKey], timestamp_ms: int
@@ -402,68 +312,38 @@ class KafkaAdmin:
         """ListOffsets by time: per partition the first offset whose timestamp is at or after
         `timestamp_ms` (epoch milliseconds), None when no message is (the caller uses log end)."""
         keys = sorted(set(partitions))
-        futures: dict[TopicPartitionKey, Future[Any]] = {}
-        for chunk in _chunks(keys, self.OFFSETS_BATCH):
-            request = {TopicPartition(t, p): OffsetSpec.for_timestamp(timestamp_ms) for t, p in chunk}
-            for tp, fut in self.client.list_offsets(request, request_timeout=self.timeouts.request).items():
-                futures[(tp.topic, tp.partition)] = fut
-        raw = self._gather(futures, self.timeouts.request)
-        out: Partial[TopicPartitionKey, int | None] = Partial(errors=raw.errors)
-        for key, info in raw.values.items():
-            out.values[key] = info.offset if info.offset >= 0 else None
-        return out
+        try:
+            result: Partial[TopicPartitionKey, int | None] = self._call(
+                "offsets_for_times", keys, timestamp_ms
+            )
+        except _Crashed as exc:
+            return self._each(keys, exc)
+        return result
 
     # ------------------------------------------------------------------ kafka-python
     def describe_cluster(self) -> list[BrokerRegistration]:
         """Every registered broker, fenced ones included (confluent-kafka lists only unfenced)."""
-        budget = self.timeouts.metadata + self.timeouts.request
-        raw = self._kp.call("describe_cluster", lambda kp: kp.describe_cluster(), budget)
-        return sorted(
-            (
-                BrokerRegistration(
-                    id=int(b["broker_id"]),
-                    host=str(b["host"]),
-                    port=int(b["port"]),
-                    rack=b.get("rack"),
-                    fenced=bool(b.get("is_fenced", False)),
-                )
-                for b in raw["brokers"]
-            ),
-            key=lambda b: b.id,
-        )
+        try:
+            result: list[BrokerRegistration] = self._call("describe_cluster")
+        except _Crashed as exc:
+            self._whole("describe_cluster", exc)
+        return result
 
     def describe_quorum(self) -> Quorum:
         """The KRaft metadata quorum: leader (the active controller), epoch, HW, voters' lag."""
-        budget = self.timeouts.metadata + self.timeouts.request
-        raw = self._kp.call("describe_metadata_quorum", lambda kp: kp.describe_metadata_quorum(), budget)
         try:
-            return parse.quorum(raw)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise AdminCallError("describe_metadata_quorum", redact(str(exc), self._secrets)) from None
+            result: Quorum = self._call("describe_quorum")
+        except _Crashed as exc:
+            self._whole("describe_quorum", exc)
+        return result
 
     def describe_log_dirs(self, broker_ids: Iterable[int]) -> Partial[int, list[LogDir]]:
         """Log directories per broker, one request per broker sent in parallel."""
         ids = sorted(set(broker_ids))
-        out: Partial[int, list[LogDir]] = Partial()
         if not ids:
-            return out
+            return Partial()
         try:
-            self._kp.call("bootstrap", lambda kp: None, self.timeouts.metadata + 1)
-        except AdminCallError as exc:
-            out.errors = dict.fromkeys(ids, exc.reason)
-            return out
-
-        def one(broker: int) -> list[LogDir]:
-            kp = self._kp.client()
-            coro = getattr(kp, "_async_describe_log_dirs", None)
-            if coro is not None:
-                # topics=None asks for every partition; the public method first lists all
-                # partitions with an extra Metadata request and then names each in the request.
-                answer = kp._manager.run(coro, None, [broker])
-            else:
-                answer = kp.describe_log_dirs(brokers=[broker])
-            return parse.log_dirs(broker, answer[0]["log_dirs"] if answer else [])
-
-        raw = self._gather({b: self._kp.submit(one, b) for b in ids}, self.timeouts.request + 1)
-        out.values, out.errors = raw.values, raw.errors
-        return out
+            result: Partial[int, list[LogDir]] = self._call("describe_log_dirs", ids)
+        except _Crashed as exc:
+            return self._each(ids, exc)
+        return result

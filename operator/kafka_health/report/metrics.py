@@ -43,6 +43,12 @@ REMEDIATIONS = Counter(
     ["namespace", "policy", "action", "result"],
     registry=REGISTRY,
 )
+CLIENT_PROCESS_RESTARTS = Counter(
+    "kafka_health_client_process_restarts",
+    "Restarts of the Kafka client process after it died, by how it ended (SIGSEGV, SIGABRT, exit_1, lost).",
+    ["reason"],
+    registry=REGISTRY,
+)
 
 
 def serve(port: int, addr: str = "0.0.0.0") -> None:  # noqa: S104 - the metrics port is meant to be scraped

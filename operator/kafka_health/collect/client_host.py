@@ -1,0 +1,485 @@
+"""The client host: one supervised child process that runs every Kafka client library call.
+
+Why a process. librdkafka can kill the process that links it: a SIGSEGV in
+`rd_kafka_cgrp_op(rkcg=NULL)` when an OffsetFetch sent by `list_consumer_group_offsets` is
+answered NOT_COORDINATOR (the group's coordinator broker restarting; confluentinc/librdkafka
+#5040, open, not fixed in confluent-kafka 2.16.1), and a use-after-free in
+`rd_kafka_admin_coord_request()` that aborts (`eonce->refcnt > 0`) any coordinator-routed admin
+call (DescribeConsumerGroups, ListConsumerGroupOffsets, ...) whose connection drops
+(librdkafka PR #5397, open). Moving only OffsetFetch to kafka-python would dodge the first and
+not the second, nor the next one; a process boundary covers every native fault of either
+client, present and future. So no librdkafka or kafka-python code runs in the operator's own
+process: `KafkaAdmin` forwards each call here, and a crash costs the calls in flight (a read is
+retried once on a fresh process; a write reports that its outcome is unknown), never the
+operator.
+
+How. The child is a fresh interpreter running `client_host.main`, started with `subprocess`
+(a fresh interpreter, never a fork: the operator has threads and a JVM gateway). It serves a
+`multiprocessing.managers.BaseManager` on a Unix socket in a private directory, authenticated
+with a random key handed over on its stdin: the stdlib's server runs a thread per connection
+and the proxies keep one connection per calling thread, so the collector's concurrent calls
+run concurrently in the child. (The "spawn" start method would do the same but re-imports the
+parent's `__main__`, here the whole CLI, in the child; this entry point imports only what the
+host needs.) One host serves every `KafkaAdmin` of the operator process, each as a remote
+`AdminCalls` object: a fleet of policies costs one process, and one crash interrupts the calls
+of every policy in flight at that moment (each is retried once).
+
+The child ignores SIGINT and runs in its own session (a terminal's Ctrl-C is for the
+operator), and exits when the operator does: its stdin (a pipe from the operator) reaches EOF,
+or its parent pid changes. Its log records (librdkafka's and kafka-python's) are scrubbed of
+the secrets of the admins it hosts (`logs.SECRETS`, filled in the child by each `AdminCalls`)
+and sent over a pipe to the operator, which hands each to the logger of the same name: they
+reach the operator's handlers and format (text, JSON, pytest's caplog) as before. Each call's
+answer carries the number of records sent so far, and the caller waits (briefly) until they
+have been handled, so a call's log lines are logged before it returns, as they were in-process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from multiprocessing.connection import Connection
+from multiprocessing.managers import BaseManager, BaseProxy
+from pathlib import Path
+from typing import Any
+
+from kafka_health.collect import logs
+from kafka_health.collect.connection import ConnectionConfig, redact
+from kafka_health.collect.results import AdminCallError, Timeouts
+from kafka_health.report import metrics
+
+log = logging.getLogger(__name__)
+
+# Calls the host runs (the `AdminCalls` methods); anything else is refused.
+CALLS = frozenset(
+    {
+        "metadata",
+        "topic_configs",
+        "list_offsets",
+        "list_groups",
+        "describe_groups",
+        "group_offsets",
+        "offsets_for_times",
+        "describe_cluster",
+        "describe_quorum",
+        "describe_log_dirs",
+        "elect_preferred",
+        "alter_group_offsets",
+    }
+)
+# Loggers whose level the parent decides, per call (caplog and --verbose change them at runtime).
+FORWARDED_LOGGERS = ("kafka", logs.LIBRDKAFKA_LOGGER, "kafka_health")
+START_TIMEOUT = 60.0  # seconds for the child to import and listen (a loaded 2-CPU CI box: ~1 s)
+LOG_WAIT = 1.0  # seconds a call waits for the log records the child sent before answering
+
+# Errors of a proxy call whose other end is gone (the host died or its connection broke).
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError)
+
+_RECORD_FIELDS = (
+    "name",
+    "levelno",
+    "levelname",
+    "pathname",
+    "filename",
+    "module",
+    "lineno",
+    "funcName",
+    "created",
+    "msecs",
+    "relativeCreated",
+    "thread",
+    "threadName",
+    "process",
+    "processName",
+    "taskName",
+)
+
+
+class HostError(RuntimeError):
+    """The client host could not be started."""
+
+
+def exit_reason(returncode: int | None) -> str:
+    """How a host ended, as the metric's `reason` label and in messages: the signal's name
+    (`SIGSEGV`), `exit_1`, or `lost` (its connection broke while the process still ran)."""
+    if returncode is None:
+        return "lost"
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal_{-returncode}"
+    return f"exit_{returncode}"
+
+
+# ---------------------------------------------------------------------------------- in the child
+class _PipeHandler(logging.Handler):
+    """Sends each record, message formatted and scrubbed of secrets, to the parent."""
+
+    def __init__(self, conn: Connection) -> None:
+        super().__init__(logging.DEBUG)
+        self._conn = conn
+        self._exc = logging.Formatter()
+        self.sent = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+            if record.exc_info:
+                text = f"{text}\n{self._exc.formatException(record.exc_info)}"
+            data: dict[str, Any] = {k: getattr(record, k, None) for k in _RECORD_FIELDS}
+            data.update(msg=text, args=None, exc_info=None, exc_text=None, stack_info=None)
+            scrubbed = logging.makeLogRecord(data)
+            logs.SECRETS.filter(scrubbed)
+            data["msg"] = scrubbed.msg
+            self._conn.send((self.sent + 1, data))  # the handler's lock serializes emit()
+            self.sent += 1
+        except OSError:  # the parent is gone; the watcher ends this process
+            pass
+        except Exception:
+            self.handleError(record)
+
+
+_handler: _PipeHandler | None = None
+_levels: dict[str, int] = {}
+_levels_lock = threading.Lock()
+
+
+def _apply_levels(levels: dict[str, int]) -> None:
+    with _levels_lock:
+        for name, level in levels.items():
+            if _levels.get(name) != level:
+                logging.getLogger(name).setLevel(level)
+                _levels[name] = level
+
+
+class HostedAdmin:
+    """One `AdminCalls` in the host, behind a single `run` entry point that never raises:
+    answers are `(status, payload, records_sent)` so that nothing but plain values crosses."""
+
+    def __init__(self, connection: ConnectionConfig, timeouts: Timeouts) -> None:
+        from kafka_health.collect.admin_calls import AdminCalls
+
+        self._secrets = connection.secrets
+        self._calls: AdminCalls | None = None
+        self._broken = ""
+        try:
+            self._calls = AdminCalls(connection, timeouts=timeouts)
+        except Exception as exc:  # e.g. librdkafka refusing the configuration
+            self._broken = redact(
+                f"the client could not be created: {type(exc).__name__}: {exc}", self._secrets
+            )
+
+    def run(self, method: str, args: tuple[Any, ...], levels: dict[str, int]) -> tuple[str, Any, int]:
+        _apply_levels(levels)
+        try:
+            if self._calls is None:
+                raise AdminCallError(method, self._broken)
+            value: Any = None
+            if method == "close":
+                self._calls.close()
+            elif method in CALLS:
+                value = getattr(self._calls, method)(*args)
+            else:
+                raise ValueError(f"unknown call {method!r}")
+            status, payload = "ok", value
+        except AdminCallError as exc:
+            status, payload = "admin_error", (exc.call, exc.reason)
+        except Exception as exc:
+            log.exception("%s failed in the Kafka client process", method)
+            status, payload = "error", (type(exc).__name__, redact(str(exc), self._secrets))
+        return status, payload, _handler.sent if _handler is not None else 0
+
+
+class _ServerManager(BaseManager):
+    pass
+
+
+_ServerManager.register("HostedAdmin", HostedAdmin, exposed=("run",))
+
+
+def _watch_parent(parent: int) -> None:
+    """End this process when the operator is gone: stdin at EOF (the operator's end of the pipe
+    closed, even on SIGKILL) or a new parent pid (re-parented)."""
+    stdin = sys.stdin.buffer
+    while True:
+        ready, _, _ = select.select([stdin], [], [], 1.0)
+        if ready and not os.read(stdin.fileno(), 4096):
+            break
+        if os.getppid() != parent:
+            break
+    os._exit(0)
+
+
+def main(argv: list[str]) -> None:
+    """The child's entry point (`main([LOG_FD, SOCKET_DIR, PARENT_PID])`), the authkey (hex) on
+    the first line of stdin."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # No core file: the root filesystem may be read-only, and the WARNING log and the metric
+    # already say what happened.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    log_fd, sock_dir, parent = int(argv[0]), argv[1], int(argv[2])
+    authkey = bytes.fromhex(os.read(0, 65).decode().strip())  # written in one write, before anything else
+
+    global _handler
+    _handler = _PipeHandler(Connection(log_fd, readable=False))
+    root = logging.getLogger()
+    root.handlers[:] = [_handler]
+    root.setLevel(logging.WARNING)
+    logs.install()
+    # Import the clients now: the first call must not pay for it.
+    import kafka_health.collect.admin_calls  # noqa: F401
+
+    manager = _ServerManager(address=os.path.join(sock_dir, "host.sock"), authkey=authkey)
+    server = manager.get_server()
+    threading.Thread(target=_watch_parent, args=(parent,), name="watch-parent", daemon=True).start()
+    os.write(1, b"ready\n")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # nothing else may write to the handshake pipe
+    sys.stdout = sys.stderr
+    server.serve_forever()
+
+
+# --------------------------------------------------------------------------------- in the parent
+class _Remote(BaseProxy):
+    _exposed_ = ("run",)
+
+
+class _ClientManager(BaseManager):
+    pass
+
+
+_ClientManager.register("HostedAdmin", proxytype=_Remote)
+
+
+class ClientHost:
+    """One running host process, seen from the operator: its manager, its log pump."""
+
+    def __init__(self) -> None:
+        self._dir = tempfile.mkdtemp(prefix="kafka-health-client-")
+        if len(self._dir) > 90:  # a Unix socket path has at most 107 bytes
+            os.rmdir(self._dir)
+            self._dir = tempfile.mkdtemp(prefix="kafka-health-client-", dir="/tmp")
+        read_fd, write_fd = os.pipe()
+        authkey = os.urandom(32)
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        started = time.monotonic()
+        try:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys; from kafka_health.collect.client_host import main; main(sys.argv[1:])",
+                    str(write_fd),
+                    self._dir,
+                    str(os.getpid()),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+                env=env,
+            )
+        except BaseException:
+            os.close(read_fd)
+            shutil.rmtree(self._dir, ignore_errors=True)
+            raise
+        finally:
+            os.close(write_fd)
+        self._logs = Connection(read_fd, writable=False)
+        self._received = 0
+        self._pump_done = False
+        self._cond = threading.Condition()
+        try:
+            assert self.process.stdin is not None and self.process.stdout is not None
+            self.process.stdin.write(authkey.hex().encode() + b"\n")
+            self.process.stdin.flush()
+            self._await_ready(self.process.stdout.fileno(), started + START_TIMEOUT)
+            self.manager = _ClientManager(address=os.path.join(self._dir, "host.sock"), authkey=authkey)
+            self.manager.connect()
+        except BaseException:
+            self.stop()
+            raise
+        self.start_seconds = time.monotonic() - started
+        self.pid = self.process.pid
+        threading.Thread(target=self._pump, name=f"kafka-client-logs-{self.pid}", daemon=True).start()
+
+    def _await_ready(self, fd: int, deadline: float) -> None:
+        line = b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(left, 0))
+            if not ready:
+                raise HostError(f"the Kafka client process did not start within {START_TIMEOUT:.0f}s")
+            chunk = os.read(fd, 64)
+            if not chunk:
+                code = self.process.wait(5)
+                raise HostError(f"the Kafka client process exited at start ({exit_reason(code)})")
+            line += chunk
+
+    def create(self, connection: ConnectionConfig, timeouts: Timeouts) -> _Remote:
+        remote: _Remote = self.manager.HostedAdmin(connection, timeouts)  # type: ignore[attr-defined]
+        return remote
+
+    # ---------------------------------------------------------------- logs
+    def _pump(self) -> None:
+        """Hand the child's log records to the loggers of the same name in this process."""
+        while True:
+            try:
+                seq, data = self._logs.recv()
+            except (EOFError, OSError):
+                break
+            except Exception:  # a record cut short by the child dying mid-write
+                break
+            record = logging.makeLogRecord(data)
+            logger = logging.getLogger(record.name)
+            if logger.isEnabledFor(record.levelno):
+                logger.handle(record)
+            with self._cond:
+                self._received = seq
+                self._cond.notify_all()
+        with self._cond:
+            self._pump_done = True
+            self._cond.notify_all()
+        with contextlib.suppress(OSError):
+            self._logs.close()
+
+    def wait_logs(self, sent: int, timeout: float = LOG_WAIT) -> None:
+        """Wait until the records the child had sent (`sent`) are logged here."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._received >= sent or self._pump_done, timeout)
+
+    # ---------------------------------------------------------------- process
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def wait_exit(self, timeout: float) -> int | None:
+        """The exit status, waiting up to `timeout` (the socket closes a moment before the
+        kernel reports the exit)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout)
+        return self.process.poll()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Close the child's stdin (it exits), kill it if it does not, and clean up."""
+        with contextlib.suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        with contextlib.suppress(OSError):
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+        if self.wait_exit(timeout) is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            self.wait_exit(5)
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def rss_bytes(self) -> int | None:
+        """Resident memory of the host process (Linux), for measurements."""
+        try:
+            for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            return None
+        return None
+
+
+class Supervisor:
+    """The one host of this process: started on first use, restarted once per death however
+    many threads see it die (a generation number under a lock)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._host: ClientHost | None = None
+        self.generation = 0
+        self._deaths: dict[int, str] = {}  # generation → how its host ended
+        self.restarts = 0
+        self._atexit = False
+
+    def current(self, call: str) -> tuple[ClientHost, int]:
+        """The live host and its generation; starts one if there is none (raises `HostError`)."""
+        with self._lock:
+            host = self._host
+            if host is not None and host.poll() is not None:  # died since the last call
+                self._replace(self.generation, f"the wait before {call}")
+                host = self._host
+            if host is None:
+                host = self._start()
+            return host, self.generation
+
+    def died(self, generation: int, call: str) -> str:
+        """A call on `generation`'s host lost its connection: record how the host ended, log
+        it and start the next one (once per generation). Returns how it ended."""
+        with self._lock:
+            if generation not in self._deaths:
+                self._replace(generation, call)
+            return self._deaths[generation]
+
+    def _replace(self, generation: int, call: str) -> None:
+        """Under the lock: end `generation`'s host and start the next."""
+        host = self._host
+        if generation != self.generation or host is None:  # already replaced
+            self._deaths.setdefault(generation, "an earlier restart")
+            return
+        how = exit_reason(host.wait_exit(2.0))
+        host.stop(timeout=0)  # kills it if it still runs (a connection broke without a death)
+        self._deaths[generation] = how
+        self.generation += 1
+        self._host = None
+        self.restarts += 1
+        metrics.CLIENT_PROCESS_RESTARTS.labels(reason=how).inc()
+        ended = "lost its connection" if how == "lost" else f"died with {how}"
+        try:
+            self._start()
+        except HostError as exc:
+            log.warning("Kafka client process %s during %s; restarting failed: %s", ended, call, exc)
+        else:
+            log.warning("Kafka client process %s during %s; restarted", ended, call)
+
+    def _start(self) -> ClientHost:
+        self._host = ClientHost()
+        if not self._atexit:
+            atexit.register(self.shutdown)
+            self._atexit = True
+        return self._host
+
+    def host(self) -> ClientHost | None:
+        """The running host, if any (tests and measurements)."""
+        return self._host
+
+    def shutdown(self) -> None:
+        with self._lock:
+            host, self._host = self._host, None
+            self.generation += 1
+            self._deaths[self.generation - 1] = "shut down"
+        if host is not None:
+            host.stop()
+
+
+SUPERVISOR = Supervisor()
+
+
+def check_result(result: tuple[str, Any, int], host: ClientHost) -> Any:
+    """The value of a host answer (waiting for its log records); raises what the call raised."""
+    status, payload, sent = result
+    host.wait_logs(sent)
+    if status == "ok":
+        return payload
+    if status == "admin_error":
+        raise AdminCallError(*payload)
+    kind, message = payload
+    raise RuntimeError(f"{kind} in the Kafka client process: {message}")
