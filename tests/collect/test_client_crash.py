@@ -1,0 +1,315 @@
+"""A native crash in a Kafka client library never takes the operator down (issue 14).
+
+librdkafka dies with SIGSEGV in `rd_kafka_cgrp_op(rkcg=NULL)` when an OffsetFetch sent by
+`list_consumer_group_offsets` is answered NOT_COORDINATOR, i.e. while the group's coordinator
+broker restarts (confluentinc/librdkafka#5040). The first test keeps that crash reproduced with
+the raw library in a child process, so an upgrade that fixes it is noticed; the others prove
+that `KafkaAdmin` (whose client calls run in the client host process) survives it on the real
+testbed and still reads what it was reading.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from kafka_health._kits.waiting import wait_for
+from kafka_health.collect.client_host import SUPERVISOR, ClientHost
+from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin, Timeouts
+from kafka_health.collect.snapshot import collect_snapshot
+from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health.report import metrics
+from kafka_health.testbed import faults
+from kafka_health.testbed.cluster import Testbed
+
+pytestmark = pytest.mark.kafka
+
+PARTITIONS = 3
+COMMITTED = {0: 4, 1: 5, 2: 6}
+
+# The library alone, as the report had it: a loop of ListConsumerGroupOffsets for a group with
+# committed offsets. It prints once the first answer came back, then loops until killed.
+REPRO = """
+import resource, sys
+from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka.admin import AdminClient
+
+resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+bootstrap, group = sys.argv[1], sys.argv[2]
+admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+first = True
+while True:
+    futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=10)
+    try:
+        futures[group].result(timeout=12)
+    except Exception:
+        pass
+    if first:
+        print("looping", flush=True)
+        first = False
+"""
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def java_hash(text: str) -> int:
+    """Java's String.hashCode (Kafka picks a group's __consumer_offsets partition with it)."""
+    h = 0
+    for ch in text:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinator(admin: KafkaAdmin, group: str) -> int:
+    """The group's coordinator: the leader of __consumer_offsets partition abs(hash) % count
+    (read with a Metadata request through the client host, never a coordinator-routed call)."""
+    offsets = {p.partition: p.leader for p in admin.metadata().partitions if p.topic == "__consumer_offsets"}
+    leader = offsets[abs(java_hash(group)) % len(offsets)]
+    assert leader is not None, f"__consumer_offsets partition of {group} has no leader"
+    return leader
+
+
+def group_with_offsets(admin: KafkaAdmin, bootstrap: str, name: str) -> None:
+    """Topic `name` with 10 records per partition, and group `name` (Empty) committed at COMMITTED."""
+    faults.create_topic(bootstrap, name, partitions=PARTITIONS)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for p in range(PARTITIONS):
+        for i in range(10):
+            producer.produce(name, value=f"m{i}".encode(), partition=p)
+    assert producer.flush(30) == 0
+    done = admin.alter_group_offsets(name, {(name, p): o for p, o in COMMITTED.items()})
+    assert not done.errors and len(done.values) == PARTITIONS
+
+
+def committed(snap: ClusterSnapshot, group: str) -> dict[int, int | None] | None:
+    g = next((g for g in snap.groups if g.group_id == group), None)
+    return None if g is None else {o.partition: o.committed_offset for o in g.offsets}
+
+
+def restarts_counted() -> float:
+    return sum(
+        s.value
+        for m in metrics.CLIENT_PROCESS_RESTARTS.collect()
+        for s in m.samples
+        if s.name.endswith("_total")
+    )
+
+
+@pytest.fixture
+def admin(bootstrap: str) -> Iterator[KafkaAdmin]:
+    with KafkaAdmin({"bootstrap.servers": bootstrap}) as a:
+        yield a
+
+
+def test_librdkafka_still_crashes_when_the_group_coordinator_restarts(
+    kafka: Testbed, bootstrap: str, unique_name: str, admin: KafkaAdmin
+) -> None:
+    """The library bug itself, in a child process (librdkafka#5040). If this fails because the
+    child survived, the installed librdkafka may have fixed it: see docs/kafka-client.md."""
+    group_with_offsets(admin, bootstrap, unique_name)
+    broker = coordinator(admin, unique_name)
+    child = subprocess.Popen(
+        [sys.executable, "-c", REPRO, bootstrap, unique_name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "looping"
+        kafka.stop(broker)  # controlled shutdown: the coordinator answers NOT_COORDINATOR, then goes
+        try:
+            code = child.wait(20)
+        except subprocess.TimeoutExpired:  # not on the way down: try the way back (another move)
+            faults.heal(kafka)
+            try:
+                code = child.wait(20)
+            except subprocess.TimeoutExpired:
+                code = None
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait(10)
+    import confluent_kafka
+
+    assert code is not None and code in (-signal.SIGSEGV, -signal.SIGABRT), (
+        f"a ListConsumerGroupOffsets loop survived its group coordinator's restart (exit {code}) with "
+        f"confluent-kafka {confluent_kafka.version()[0]} / librdkafka {confluent_kafka.libversion()[0]}: "
+        "librdkafka may have fixed #5040 (and #5397); the client host isolation could be revisited "
+        "(docs/kafka-client.md)"
+    )
+
+
+def test_collection_survives_the_group_coordinator_restarting(
+    kafka: Testbed, bootstrap: str, unique_name: str, admin: KafkaAdmin, caplog: pytest.LogCaptureFixture
+) -> None:
+    """collect_snapshot in a loop (in this process) while the group's coordinator is bounced: the
+    client host dies and is replaced, every cycle reads the group or names it missing."""
+    started = time.monotonic()
+    group_with_offsets(admin, bootstrap, unique_name)
+    expected = dict(COMMITTED)
+    restarts_before, counted_before = admin.restarts, restarts_counted()
+
+    cycles: list[tuple[str, str]] = []  # (full | partial | wrong, detail)
+    stop = threading.Event()
+
+    def collect() -> None:
+        while not stop.is_set():
+            try:
+                snap = collect_snapshot(admin, "crash", now)
+            except BaseException as exc:  # collect_snapshot must never raise
+                cycles.append(("wrong", f"raised {exc!r}"))
+                continue
+            missing = {m.part for m in snap.missing}
+            read = committed(snap, unique_name)
+            if read == expected:
+                cycles.append(("full", ""))
+            elif not snap.reachable or {"groups", f"group:{unique_name}"} & missing:
+                cycles.append(("partial", ", ".join(sorted(missing))))
+            else:
+                cycles.append(("wrong", f"read {read}, missing {sorted(missing)}"))
+
+    reader = threading.Thread(target=collect, name="collect-loop")
+    reader.start()
+    bounces = []
+    try:
+        # Each bounce moves the coordinator twice: away on the stop, back on heal's preferred
+        # leader election. Two bounces at least, more (up to 4) until a crash has been seen.
+        while (
+            len(bounces) < 2 or len(cycles) < 50 or (admin.restarts == restarts_before and len(bounces) < 4)
+        ):
+            time.sleep(1.0)
+            broker = coordinator(admin, unique_name)
+            kafka.stop(broker)
+            kafka.start(broker)
+            faults.heal(kafka)
+            bounces.append(broker)
+    finally:
+        stop.set()
+        reader.join(120)
+
+    wrong = [detail for kind, detail in cycles if kind == "wrong"]
+    partial = [detail for kind, detail in cycles if kind == "partial"]
+    assert not wrong, wrong[:5]
+    assert len(cycles) >= 50
+    deaths = admin.restarts - restarts_before
+    assert deaths >= 1, (
+        f"no client process death in {len(bounces)} coordinator restarts ({len(cycles)} cycles)"
+    )
+    assert restarts_counted() - counted_before >= deaths
+    warnings = [
+        r.getMessage() for r in caplog.records if r.getMessage().startswith("Kafka client process died")
+    ]
+    assert any("SIGSEGV" in w or "SIGABRT" in w for w in warnings), warnings
+    assert all(w.endswith("; restarted") for w in warnings), warnings
+
+    # After the bounces (once the coordinator has loaded the group): read exactly as committed.
+    def settled() -> ClusterSnapshot | None:
+        snap = collect_snapshot(admin, "crash", now)
+        return None if {"groups", f"group:{unique_name}"} & {m.part for m in snap.missing} else snap
+
+    final = wait_for(settled, timeout=60, what=f"group {unique_name} readable again")
+    assert committed(final, unique_name) == expected
+    print(
+        f"\n{len(cycles)} cycles ({len(partial)} partial) over {len(bounces)} coordinator restarts "
+        f"(brokers {bounces}); {deaths} client process deaths: {warnings}; "
+        f"{time.monotonic() - started:.0f}s"
+    )
+
+
+def _host() -> ClientHost:
+    host = SUPERVISOR.host()
+    assert host is not None
+    return host
+
+
+def test_a_killed_client_process_is_replaced_and_reads_are_retried(
+    kafka: Testbed, bootstrap: str, unique_name: str, admin: KafkaAdmin, caplog: pytest.LogCaptureFixture
+) -> None:
+    faults.create_topic(bootstrap, unique_name, partitions=PARTITIONS)
+    assert admin.metadata().partitions
+    before, pid = admin.restarts, _host().pid
+
+    # Between calls: the next call finds the process gone and starts another.
+    os.kill(pid, signal.SIGSEGV)
+    md = admin.metadata()
+    assert {p.partition for p in md.partitions if p.topic == unique_name} == set(range(PARTITIONS))
+    assert admin.restarts == before + 1 and _host().pid != pid
+    assert any("died with SIGSEGV" in r.getMessage() for r in caplog.records)
+    assert not Path(f"/proc/{pid}").exists()  # reaped, no zombie left
+
+    # During calls: threads read in a loop while the process is killed under them, three times.
+    errors: list[str] = []
+    reads = 0
+    keys = [(unique_name, p) for p in range(PARTITIONS)]
+
+    def read_loop(deadline: float) -> None:
+        nonlocal reads
+        while time.monotonic() < deadline:
+            try:
+                got = admin.list_offsets(keys)
+                if got.errors or len(got.values) != PARTITIONS:
+                    errors.append(f"list_offsets: {got.errors}")
+                admin.metadata()
+                reads += 1
+            except AdminCallError as exc:
+                errors.append(str(exc))
+
+    deadline = time.monotonic() + 8
+    threads = [threading.Thread(target=read_loop, args=(deadline,)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    killed = 0
+    for sig in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT):
+        time.sleep(1.5)
+        os.kill(_host().pid, sig)
+        killed += 1
+    for t in threads:
+        t.join(60)
+    assert not errors, errors[:5]
+    assert reads > 10
+    assert admin.restarts == before + 1 + killed
+    assert admin.metadata().partitions
+
+
+def test_a_write_whose_client_process_dies_reports_an_unknown_outcome(
+    kafka: Testbed, bootstrap: str, unique_name: str
+) -> None:
+    """The group's coordinator is frozen so the commit is in flight when the process is killed."""
+    with KafkaAdmin({"bootstrap.servers": bootstrap}, timeouts=Timeouts(metadata=6, request=8)) as admin:
+        group_with_offsets(admin, bootstrap, unique_name)
+        broker = coordinator(admin, unique_name)
+        outcome: list[BaseException | object] = []
+
+        def write() -> None:
+            try:
+                outcome.append(admin.alter_group_offsets(unique_name, {(unique_name, 0): 1}))
+            except BaseException as exc:
+                outcome.append(exc)
+
+        kafka.pause(broker)
+        try:
+            writer = threading.Thread(target=write)
+            writer.start()
+            time.sleep(2)
+            assert writer.is_alive(), outcome  # still waiting on the frozen coordinator
+            os.kill(_host().pid, signal.SIGKILL)
+            writer.join(30)
+        finally:
+            faults.heal(kafka)
+        assert len(outcome) == 1 and isinstance(outcome[0], AdminCallError), outcome
+        assert outcome[0].call == "alter_consumer_group_offsets"
+        assert "SIGKILL" in outcome[0].reason and "outcome is unknown" in outcome[0].reason
+        # Unknown indeed: the frozen broker may still process the request it received. Re-read.
+        assert admin.group_offsets([unique_name]).values[unique_name][0].committed_offset in (1, COMMITTED[0])
