@@ -11,6 +11,7 @@ under the chart's RBAC and flags, the real Kafka testbed and the broker-pod stan
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -71,11 +72,23 @@ class GroupConsumer(threading.Thread):
 
 
 @pytest.fixture
-def roll_ns(k8s_control_plane: ControlPlane, crds: None) -> Iterator[str]:
+def roll_ns(k8s_control_plane: ControlPlane, crds: None) -> str:
     ns = f"roll-{uuid.uuid4().hex[:6]}"
     kubectl(k8s_control_plane, "create", "namespace", ns)
-    yield ns
-    kubectl(k8s_control_plane, "delete", "khp", "--all", "-n", ns, "--wait=true", "--timeout=120s")
+    return ns
+
+
+def stop_operator(cp: ControlPlane, ns: str, op: OperatorProcess, ident: Any) -> None:
+    """Delete the test's policies while the operator still runs (it removes its finalizer), then stop it."""
+    kubectl(cp, "delete", "khp", "--all", "-n", ns, "--wait=false", check=False)
+    with contextlib.suppress(TimeoutError):
+        wait_for(
+            lambda: not kubectl(cp, "get", "khp", "-n", ns, "-o", "name", check=False).stdout.strip(),
+            timeout=150,
+            what="the policies deleted",
+        )
+    op.stop()
+    ident.uninstall()
 
 
 @pytest.fixture
@@ -167,8 +180,7 @@ def test_roll_through_the_operator_under_load_with_consumer_groups(
     finally:
         for t in (producer, reader, *groups):
             t.stopping.set()
-        op.stop()
-        ident.uninstall()
+        stop_operator(cp, ns, op, ident)
     assert load.failed == 0 or load.acked, "the producer never got an acknowledgement"
     assert load.acked <= set(read_all(bootstrap, topic, partitions)), "an acknowledged message was lost"
     assert not [line for line in op.log().splitlines() if "Traceback" in line], op.log()[-3000:]
@@ -233,5 +245,4 @@ def test_unsafe_between_brokers_waits_with_a_voice_then_halts(
         assert {b: after[b] - before[b] for b in after} == {b: (1 if b == done else 0) for b in after}
         assert any(h["action"] == "RollingRestart" and h["outcome"] == "Failed" for h in halted["history"])
     finally:
-        op.stop()
-        ident.uninstall()
+        stop_operator(cp, ns, op, ident)

@@ -175,15 +175,7 @@ class PolicyWorker:
         with no roll-driver write in between."""
         ns, name = self.namespace, self.name
         k8s = self.runtime.k8s
-
-        def persist(status: KafkaHealthPolicyStatus) -> None:
-            """Write status now (inline executors call this after every step)."""
-            try:
-                k8s.patch_policy_status(ns, name, status_patch(status))
-            except K8sError as exc:
-                if exc.status != 404:
-                    log.warning("status of %s/%s not written: %s", ns, name, exc)
-
+        persist = self.write_status
         with self.status_lock:
             # The status as stored now: an executor's last step may be newer than the watch event
             # (a stale status would make the planner resume a step already done).
@@ -205,6 +197,33 @@ class PolicyWorker:
                     except Exception:
                         log.exception("remediation of %s/%s failed; status keeps the diagnosis", ns, name)
             persist(new_status)
+
+    def remediate_now(self, raw_spec: dict[str, Any], on_event: OnEvent) -> None:
+        """Plan and act between cycles (the user changed a request, an approval, the mode): on
+        live state, with the last diagnosis; nothing before the first cycle connected."""
+        if self.admin is None or self.rolling():
+            return
+        try:
+            parse_spec(raw_spec)
+        except PolicyError:
+            return  # the cycle reports InvalidSpec
+        with self.status_lock:
+            stored = self.runtime.k8s.read_policy(self.namespace, self.name)
+            if stored is None or self.rolling():
+                return
+            status = parse_status(stored.get("status"))
+            metadata = dict(stored.get("metadata") or {})
+            self.write_status(
+                self.remediate(metadata, raw_spec, status, self.last_diagnosis, self.write_status, on_event)
+            )
+
+    def write_status(self, status: KafkaHealthPolicyStatus) -> None:
+        """Write status now (the caller holds `status_lock`; inline executors call this after every step)."""
+        try:
+            self.runtime.k8s.patch_policy_status(self.namespace, self.name, status_patch(status))
+        except K8sError as exc:
+            if exc.status != 404:
+                log.warning("status of %s/%s not written: %s", self.namespace, self.name, exc)
 
     # ------------------------------------------------------------------ rolls
     def rolling(self) -> bool:
@@ -256,7 +275,7 @@ class PolicyWorker:
         metadata: dict[str, Any],
         raw_spec: dict[str, Any],
         status: KafkaHealthPolicyStatus,
-        diagnosis: Diagnosis,
+        diagnosis: Diagnosis | None,
         persist: Callable[[KafkaHealthPolicyStatus], None],
         on_event: OnEvent,
     ) -> KafkaHealthPolicyStatus:

@@ -8,6 +8,7 @@ policy stops its daemon (Kopf holds a finalizer until the daemon has exited).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from typing import Any
@@ -56,6 +57,7 @@ async def policy_daemon(
     assert namespace is not None  # KafkaHealthPolicy is namespaced
     runtime = rt_mod.current()
     worker = PolicyWorker(runtime, namespace, name)
+    requests = asyncio.ensure_future(watch_requests(worker, body, stopped))
     try:
         while not stopped:
             started = time.monotonic()
@@ -63,11 +65,43 @@ async def policy_daemon(
             elapsed = time.monotonic() - started
             await stopped.wait(max(1.0, _interval_seconds(dict(body.spec)) - elapsed))
     finally:
+        requests.cancel()
         metrics.forget_policy(namespace, name)
         if not worker.busy:
             await asyncio.to_thread(worker.close)  # else the abandoned cycle closes it when done
         else:
             worker.stop_roll_soon()
+
+
+REQUEST_POLL_S = 1.0
+
+
+def request_key(body: kopf.Body) -> str:
+    """What a user changes to ask for an action: spec.remediation and the kafkahealth.io annotations."""
+    annotations = {k: v for k, v in (body.metadata.annotations or {}).items() if k.startswith(f"{GROUP}/")}
+    remediation = dict(body.spec).get("remediation", {})
+    return json.dumps([remediation, annotations], sort_keys=True, default=str)
+
+
+async def watch_requests(worker: PolicyWorker, body: kopf.Body, stopped: kopf.DaemonStopped) -> None:
+    """Plan at once when the user asks for something (a new request id, an approval, a mode or
+    pause change), instead of at the end of the next diagnosis cycle: Kopf keeps `body` current,
+    so a changed key is seen within a second. Diagnosis keeps its own schedule."""
+    seen = request_key(body)
+
+    def on_event(type_: str, reason: str, message: str) -> None:
+        events.post(body, events.EventSpec(type_, reason, message))
+
+    while not stopped:
+        await stopped.wait(REQUEST_POLL_S)
+        key = request_key(body)
+        if key == seen or stopped:
+            continue
+        seen = key
+        try:
+            await asyncio.to_thread(worker.remediate_now, dict(body.spec), on_event)
+        except Exception:
+            log.exception("planning %s/%s after a spec change failed", worker.namespace, worker.name)
 
 
 async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.DaemonStopped) -> None:
