@@ -27,7 +27,7 @@ from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
 from kafka_health.testbed.podstandin import StandIn
-from tests.k8s.operator_process import apply, chart_operator, condition, kubectl, wait_status
+from tests.k8s.operator_process import OperatorProcess, apply, chart_operator, condition, kubectl, wait_status
 from tests.k8s.test_operator_e2e import events_of, policy
 from tests.k8s.test_rolling_restart import ConsumerThread, Load, ProducerThread, read_all
 
