@@ -11,20 +11,34 @@ The bench fills a topic (RF 3, min ISR 2) with --data-mb of data and keeps a pro
 1. individually: each broker alone, through the executor (`restart_broker`), timed from the
    pod delete to URP 0 (phases: pod Ready, broker registered, URP 0); the cluster settles and
    leaders are put back between brokers (not timed);
-2. the full roll (`run_roll`): from its start to the last broker's URP 0, with the safety
-   re-check before each broker and --pause between brokers; the post-roll preferred election
-   is timed on its own.
+2. the full roll (`run_roll`, --mode executor): from its start to the last broker's URP 0,
+   with the safety re-check before each broker and --pause between brokers; the post-roll
+   preferred election is timed on its own;
+3. the roll through the operator (--mode operator), as users get it: a `kafka-health operator`
+   process (diagnosing the cluster every 10 s beside the roll) serves namespace bench-roll; the
+   bench applies a KafkaHealthPolicy with a new rolling restart request and times it from the
+   apply to `status.rollingRestarts[id].state: Succeeded` (pickup = apply → the roll's
+   startedAt). The post-roll election is off there too, so both rolls do the same work.
 
-Both are printed side by side; "overhead" = roll - sum of individual restarts (safety checks,
-pauses, ordering).
+--mode both (the default) runs 2 and 3 in one run. Everything is printed side by side with
+the machine's load (`uptime`); "ratio" = roll / sum of individual restarts (1.0: no overhead).
+
+    .venv/bin/python bench/roll_bench.py --state-dir /tmp/tb-bench --mode operator
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,7 +53,11 @@ from kafka_health.models.policy import BrokerPods, CurrentRemediation, RestartTi
 from kafka_health.remediate.rolling_restart import Step, next_step, restart_broker, run_roll
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
+from kafka_health.testbed.controlplane import find_binaries
 from kafka_health.testbed.podstandin import NAMESPACE, STATEFULSET, StandIn
+
+REPO = Path(__file__).resolve().parents[1]
+POLICY_NS = "bench-roll"
 
 TOPIC = "roll-bench"
 PODS = BrokerPods(namespace=NAMESPACE, stateful_set=STATEFULSET)
@@ -119,6 +137,131 @@ class Load(threading.Thread):
         self.p.flush(60)
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    out = subprocess.run(
+        [str(find_binaries() / "kubectl"), "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if out.returncode != 0 and "AlreadyExists" not in out.stderr:
+        raise SystemExit(f"kubectl {' '.join(args)}: {out.stderr.strip()}")
+    return out.stdout
+
+
+class OperatorRun:
+    """A `kafka-health operator` process serving POLICY_NS against the testbed's control plane."""
+
+    def __init__(self, kubeconfig: Path, workdir: Path) -> None:
+        self.kubeconfig, self.workdir = kubeconfig, workdir
+        self.health = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> OperatorRun:
+        for crd in sorted((REPO / "crds").glob("*.yaml")):
+            _kubectl(self.kubeconfig, "apply", "--server-side", "-f", str(crd))
+        _kubectl(
+            self.kubeconfig, "wait", "--for=condition=Established", "crd/kafkahealthpolicies.kafkahealth.io"
+        )
+        _kubectl(self.kubeconfig, "create", "namespace", POLICY_NS)
+        args = [sys.executable, "-m", "kafka_health.cli.main", "operator", "--namespace", POLICY_NS]
+        args += ["--metrics-port", str(_free_port()), "--health-port", str(self.health)]
+        args += ["--history-dir", str(self.workdir / "history"), "--log-format", "json"]
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "KAFKA_HEALTH_WORK_DIR": str(self.workdir)}
+        log = open(self.workdir / "operator.log", "ab")
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(
+                    f"the operator exited with {self.proc.returncode}: see {self.workdir}/operator.log"
+                )
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"http://127.0.0.1:{self.health}/readyz", timeout=2) as r,
+            ):
+                if r.status == 200:
+                    return self
+            time.sleep(1)
+        raise SystemExit("the operator did not become ready in 300 s")
+
+    def __exit__(self, *exc: object) -> None:
+        _kubectl(self.kubeconfig, "delete", "khp", "--all", "-n", POLICY_NS, "--wait=true", "--timeout=100s")
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(60)
+
+    def status(self, name: str) -> dict[str, Any]:
+        out = _kubectl(self.kubeconfig, "get", "khp", "-n", POLICY_NS, name, "-o", "json")
+        return dict(json.loads(out).get("status") or {})
+
+    def roll(self, bootstrap: str, request: str, pause: str) -> dict[str, float]:
+        """Apply a policy with a new roll request; seconds from the apply to Succeeded, and pickup."""
+        body = {
+            "apiVersion": "kafkahealth.io/v1alpha1",
+            "kind": "KafkaHealthPolicy",
+            "metadata": {"name": "bench", "namespace": POLICY_NS},
+            "spec": {
+                "cluster": {
+                    "bootstrapServers": bootstrap.split(","),
+                    "brokerPods": {"namespace": NAMESPACE, "statefulSet": STATEFULSET},
+                },
+                "diagnostics": {"interval": "10s"},
+                "remediation": {
+                    "mode": "Enforce",
+                    "preferredLeaderElection": {"enabled": False},
+                    "rollingRestart": {
+                        "requireMaintenanceWindow": False,
+                        "pauseBetweenBrokers": pause,
+                        "postRollPreferredElection": False,
+                        "neverSafePartitions": "Proceed",
+                        "timeouts": {"podReady": "5m", "brokerRegistered": "5m", "urpZero": "10m"},
+                        "requests": [{"id": request}],
+                    },
+                },
+            },
+        }
+        applied = datetime.now(UTC)
+        t0 = time.monotonic()
+        _kubectl(
+            self.kubeconfig,
+            "apply",
+            "--server-side",
+            "--field-manager=bench",
+            "-f",
+            "-",
+            stdin=json.dumps(body),
+        )
+        while True:
+            status = self.status("bench")
+            result = next((r for r in status.get("rollingRestarts") or [] if r["id"] == request), {})
+            if result.get("state") in ("Succeeded", "Failed", "Blocked"):
+                break
+            if time.monotonic() - t0 > 1200:
+                raise SystemExit(f"the roll through the operator did not finish: {json.dumps(status)[:2000]}")
+            time.sleep(0.5)
+        total = time.monotonic() - t0
+        if result["state"] != "Succeeded":
+            raise SystemExit(
+                f"the roll through the operator ended {result['state']}: {result.get('message')}"
+            )
+        started = datetime.fromisoformat(result["startedAt"].replace("Z", "+00:00"))
+        finished = datetime.fromisoformat(result["finishedAt"].replace("Z", "+00:00"))
+        return {
+            "total": total,
+            "pickup": (started - applied).total_seconds(),
+            "roll": (finished - started).total_seconds(),
+        }
+
+
 def settle(testbed: Testbed, standin: StandIn) -> None:
     faults.heal(testbed)
     standin.wait_pods_ready(timeout=300)
@@ -131,6 +274,12 @@ def main() -> None:
     ap.add_argument("--data-mb", type=int, default=50, help="Data written to the bench topic first.")
     ap.add_argument("--rate", type=int, default=500, help="Messages/s (1 KiB) written during the bench.")
     ap.add_argument("--pause", default="0s", help="pauseBetweenBrokers for the roll (Go duration).")
+    ap.add_argument(
+        "--mode",
+        choices=("executor", "operator", "both"),
+        default="both",
+        help="Roll with the executor loop, through the operator, or both in one run.",
+    )
     args = ap.parse_args()
 
     testbed = Testbed(args.state_dir)
@@ -176,32 +325,47 @@ def main() -> None:
                     raise SystemExit(f"broker {broker} alone: {out.result}: {out.message}")
                 individual[broker] = _phases(phases.of(broker))
                 print(f"  broker {broker} alone: {individual[broker]['total']:.1f}s", flush=True)
-            # 2. The full roll.
-            settle(testbed, standin)
-            phases = Phases()
-            t0 = time.monotonic()
-            report = run_roll(
-                "bench-roll",
-                None,
-                k8s=k8s,
-                admin=admin,
-                pods_spec=PODS,
-                namespace=NAMESPACE,
-                timeouts=TIMEOUTS,
-                pause=parse_duration(args.pause),
-                post_roll_election=False,
-                persist=phases,
-            )
-            t_roll = time.monotonic() - t0
-            if not report.ok:
-                raise SystemExit(f"roll: {report.result.message}")
-            e0 = time.monotonic()
-            from kafka_health.remediate.post_roll_election import elect_preferred_for
+            # 2. The full roll, with the executor loop.
+            t_roll = t_elect = None
+            in_roll: dict[int, dict[str, float]] = {}
+            order = brokers
+            election_summary = ""
+            if args.mode in ("executor", "both"):
+                settle(testbed, standin)
+                phases = Phases()
+                t0 = time.monotonic()
+                report = run_roll(
+                    "bench-roll",
+                    None,
+                    k8s=k8s,
+                    admin=admin,
+                    pods_spec=PODS,
+                    namespace=NAMESPACE,
+                    timeouts=TIMEOUTS,
+                    pause=parse_duration(args.pause),
+                    post_roll_election=False,
+                    persist=phases,
+                )
+                t_roll = time.monotonic() - t0
+                if not report.ok:
+                    raise SystemExit(f"roll: {report.result.message}")
+                e0 = time.monotonic()
+                from kafka_health.remediate.post_roll_election import elect_preferred_for
 
-            election = elect_preferred_for(admin, brokers)
-            t_elect = time.monotonic() - e0
-            in_roll = {b: _phases(phases.of(b)) for b in brokers}
-            order = [o.broker for o in report.outcomes]
+                election_summary = elect_preferred_for(admin, brokers).summary()
+                t_elect = time.monotonic() - e0
+                in_roll = {b: _phases(phases.of(b)) for b in brokers}
+                order = [o.broker for o in report.outcomes]
+            # 3. The roll through the operator.
+            through: dict[str, float] | None = None
+            if args.mode in ("operator", "both"):
+                settle(testbed, standin)
+                with (
+                    tempfile.TemporaryDirectory(prefix="roll-bench-op-") as tmp,
+                    OperatorRun(standin.kubeconfig, Path(tmp)) as op,
+                ):
+                    print("  operator ready; requesting the roll …", flush=True)
+                    through = op.roll(bootstrap, f"bench-{int(time.time())}", args.pause)
     finally:
         load.stop.set()
         load.join(90)
@@ -212,19 +376,39 @@ def main() -> None:
         f"Rolling restart bench — {len(brokers)} brokers, {args.partitions} partitions RF3/minISR2, "
         f"{args.data_mb} MiB preloaded, {args.rate} msg/s of 1 KiB during the bench, pause {args.pause}"
     )
-    print(
-        f"{'broker':<8}{'alone: ready / registered / URP 0 = total':<46}{'in the roll: ready / registered / URP 0 = total'}"
-    )
-    for b in order:
-        a, r = individual[b], in_roll[b]
+    print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    if in_roll:
         print(
-            f"{b:<8}{a['ready']:>6.1f} / {a['registered']:>5.1f} / {a['urp0']:>5.1f} = {a['total']:>6.1f}s"
-            f"{'':<11}{r['ready']:>6.1f} / {r['registered']:>5.1f} / {r['urp0']:>5.1f} = {r['total']:>6.1f}s"
+            f"{'broker':<8}{'alone: ready / registered / URP 0 = total':<46}"
+            "in the roll (executor): ready / registered / URP 0 = total"
         )
-    print(f"sum of individual restarts (pod delete → URP 0): {total_alone:7.1f}s")
-    print(f"full roll (start → last broker's URP 0):          {t_roll:7.1f}s")
-    print(f"overhead (safety checks, pauses, ordering):       {t_roll - total_alone:7.1f}s")
-    print(f"post-roll preferred election: {t_elect:.1f}s ({election.summary()})")
+        for b in order:
+            a, r = individual[b], in_roll[b]
+            print(
+                f"{b:<8}{a['ready']:>6.1f} / {a['registered']:>5.1f} / {a['urp0']:>5.1f} = {a['total']:>6.1f}s"
+                f"{'':<11}{r['ready']:>6.1f} / {r['registered']:>5.1f} / {r['urp0']:>5.1f} = {r['total']:>6.1f}s"
+            )
+    else:
+        for b in brokers:
+            a = individual[b]
+            print(
+                f"{b:<8}alone: {a['ready']:.1f} / {a['registered']:.1f} / {a['urp0']:.1f} = {a['total']:.1f}s"
+            )
+    print(f"{'sum of individual restarts (pod delete → URP 0):':<58}{total_alone:8.1f}s")
+    if t_roll is not None:
+        print(
+            f"{'roll, executor loop (start → last URP 0):':<58}{t_roll:8.1f}s  ratio {t_roll / total_alone:.2f}"
+        )
+        print(f"  post-roll preferred election, timed apart: {t_elect:.1f}s ({election_summary})")
+    if through is not None:
+        print(
+            f"{'roll, through the operator (apply → Succeeded):':<58}{through['total']:8.1f}s  "
+            f"ratio {through['total'] / total_alone:.2f}"
+        )
+        print(
+            f"  of which pickup (apply → roll started) {through['pickup']:.1f}s, "
+            f"roll (started → finished, from status) {through['roll']:.1f}s"
+        )
     print(f"producer during the bench: {load.acked} acked, {load.failed} failed")
 
 
