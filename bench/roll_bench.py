@@ -16,9 +16,9 @@ The bench fills a topic (RF 3, min ISR 2) with --data-mb of data and keeps a pro
    preferred election is timed on its own;
 3. the roll through the operator (--mode operator), as users get it: a `kafka-health operator`
    process (diagnosing the cluster every 10 s beside the roll) serves namespace bench-roll; the
-   bench applies a KafkaHealthPolicy with a new rolling restart request and times it from the
-   apply to `status.rollingRestarts[id].state: Succeeded` (pickup = apply → the roll's
-   startedAt). The post-roll election is off there too, so both rolls do the same work.
+   bench applies a KafkaHealthPolicy, waits until it is Ready, then adds a new rolling restart
+   request (as a GitOps commit would) and times it from that apply to
+   `status.rollingRestarts[id].state: Succeeded` (pickup = apply → the roll's startedAt). The post-roll election is off there too, so both rolls do the same work.
 
 --mode both (the default) runs 2 and 3 in one run. Everything is printed side by side with
 the machine's load (`uptime`); "ratio" = roll / sum of individual restarts (1.0: no overhead).
@@ -199,6 +199,17 @@ class OperatorRun:
             self.proc.terminate()
             self.proc.wait(60)
 
+    def apply(self, body: dict[str, Any]) -> None:
+        _kubectl(
+            self.kubeconfig,
+            "apply",
+            "--server-side",
+            "--field-manager=bench",
+            "-f",
+            "-",
+            stdin=json.dumps(body),
+        )
+
     def status(self, name: str) -> dict[str, Any]:
         out = _kubectl(self.kubeconfig, "get", "khp", "-n", POLICY_NS, name, "-o", "json")
         return dict(json.loads(out).get("status") or {})
@@ -229,17 +240,21 @@ class OperatorRun:
                 },
             },
         }
+        # As users do: the policy exists (diagnosed, Ready) before a commit adds the request id.
+        rolling = body["spec"]["remediation"]["rollingRestart"]
+        requests = rolling.pop("requests")
+        self.apply(body)
+        deadline = time.monotonic() + 600
+        while not any(
+            c["type"] == "Ready" and c["status"] == "True" for c in self.status("bench").get("conditions", [])
+        ):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the policy never became Ready: {json.dumps(self.status('bench'))[:2000]}")
+            time.sleep(1)
+        rolling["requests"] = requests
         applied = datetime.now(UTC)
         t0 = time.monotonic()
-        _kubectl(
-            self.kubeconfig,
-            "apply",
-            "--server-side",
-            "--field-manager=bench",
-            "-f",
-            "-",
-            stdin=json.dumps(body),
-        )
+        self.apply(body)
         while True:
             status = self.status("bench")
             result = next((r for r in status.get("rollingRestarts") or [] if r["id"] == request), {})
