@@ -425,6 +425,7 @@ def test_resume_after_a_crash_in_deleting_pod_restarts_the_broker_exactly_once(
             )
         saved = persisted[-1]
         assert saved.step == "DeletingPod" and saved.current_broker == broker
+        assert saved.pod_uid == uids_before[f"kafka-{broker}"]  # a typed field, not message text
         if crash == "before_delete":
             assert pod_uids(core)[f"kafka-{broker}"] == uids_before[f"kafka-{broker}"]
             assert pids(kafka)[broker] == before[broker]
@@ -496,7 +497,7 @@ def test_unsafe_when_another_broker_is_down_and_nothing_is_deleted(
     rules = {b.rule for b in out.safety.blockers}
     assert "one_at_a_time" in rules and "under_replicated" in rules
     assert out.deleted_pod is False and out.old_pod_uid is None
-    assert [c.step for c in persisted] == ["CheckingSafety", "WaitingSafe"]
+    assert [c.step for c in persisted] == ["CheckingSafety", "WaitingForSafety"]
     assert out.current.current_broker is None  # back between brokers: the planner re-checks
     assert pod_uids(core) == uids_before
     assert pids(kafka) == before
