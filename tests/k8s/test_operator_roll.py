@@ -147,7 +147,28 @@ def test_roll_through_the_operator_under_load_with_consumer_groups(
         wait_for(
             lambda: len(load.acked) > 300 and all(g.read for g in groups), timeout=90, what="load running"
         )
-        apply(cp, roll_policy(ns, bootstrap, pauseBetweenBrokers="0s", neverSafePartitions="Proceed"))
+        # Refuse (the default): the roll does not start; status names the partition and the fix, and
+        # the min_isr_too_high finding says the same.
+        refusing = roll_policy(ns, bootstrap, pauseBetweenBrokers="0s")
+        refusing["spec"]["diagnostics"]["topFindings"] = 50
+        apply(cp, refusing)
+        refused = wait_status(
+            cp,
+            ns,
+            "roll",
+            lambda s: any(w["reason"] == "NeverSafePartitions" for w in s.get("withheld") or []),
+            timeout=300,
+            what="the roll refused for the never-safe partition",
+        )
+        held = next(w for w in refused["withheld"] if w["reason"] == "NeverSafePartitions")
+        assert f"{never_safe}-0" in held["message"] and "neverSafePartitions: Proceed" in held["message"]
+        assert not refused.get("currentRemediation")
+        finding = [f for f in refused.get("topFindings") or [] if f["check"] == "min_isr_too_high"]
+        assert any(never_safe in f["subject"] and "is refused" in f["message"] for f in finding), finding
+        # Proceed: the same request rolls, and says what it costs.
+        proceeding = roll_policy(ns, bootstrap, pauseBetweenBrokers="0s", neverSafePartitions="Proceed")
+        proceeding["spec"]["diagnostics"]["topFindings"] = 50
+        apply(cp, proceeding)
         started = wait_status(
             cp, ns, "roll", lambda s: bool(s.get("currentRemediation")), timeout=180, what="the roll started"
         )
