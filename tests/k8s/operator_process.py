@@ -177,3 +177,12 @@ def wait_status(
 
 def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
     return next((c for c in status.get("conditions", []) if c["type"] == type_), {})
+
+
+def broker_starts(kafka: Any) -> dict[int, int]:
+    """How many times each testbed broker's JVM has started (its log keeps every start)."""
+    out = {}
+    for b in kafka.require().brokers:
+        log = kafka.log_path(b.id)
+        out[b.id] = log.read_text(errors="replace").count("Kafka Server started") if log.exists() else 0
+    return out

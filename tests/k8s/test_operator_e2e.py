@@ -23,6 +23,7 @@ from kafka_health.testbed.controlplane import ControlPlane
 from tests.k8s.operator_process import (
     OperatorProcess,
     apply,
+    broker_starts,
     chart_operator,
     condition,
     get,
@@ -578,15 +579,6 @@ def test_argocd_health_check_on_objects_this_suite_produced(
 # Rolling restart through the operator, with the operator killed mid-roll (issue 6).
 
 
-def _starts(kafka: Testbed) -> dict[int, int]:
-    """How many times each broker's JVM has started (its log keeps every start)."""
-    out = {}
-    for b in kafka.require().brokers:
-        log = kafka.log_path(b.id)
-        out[b.id] = log.read_text(errors="replace").count("Kafka Server started") if log.exists() else 0
-    return out
-
-
 def test_operator_rolls_every_broker_once_even_when_killed_mid_roll(
     k8s_control_plane: ControlPlane,
     crds: None,
@@ -598,7 +590,7 @@ def test_operator_rolls_every_broker_once_even_when_killed_mid_roll(
     cp = k8s_control_plane
     ns = f"roll-{uuid.uuid4().hex[:6]}"
     kubectl(cp, "create", "namespace", ns)
-    before = _starts(kafka)
+    before = broker_starts(kafka)
     body = policy(
         ns,
         "roll",
@@ -647,7 +639,7 @@ def test_operator_rolls_every_broker_once_even_when_killed_mid_roll(
         result = next(r for r in status["rollingRestarts"] if r["id"] == "r1")
         assert result["state"] == "Succeeded", result
         assert sorted(result["brokersDone"]) == [0, 1, 2]
-        after = _starts(kafka)
+        after = broker_starts(kafka)
         assert {b: after[b] - before[b] for b in after} == {0: 1, 1: 1, 2: 1}, (before, after)
         assert not status.get("currentRemediation")
         assert any(h["action"] == "RollingRestart" and h["outcome"] == "Succeeded" for h in status["history"])

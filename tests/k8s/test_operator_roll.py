@@ -27,20 +27,19 @@ from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
 from kafka_health.testbed.podstandin import StandIn
-from tests.k8s.operator_process import OperatorProcess, apply, chart_operator, condition, kubectl, wait_status
+from tests.k8s.operator_process import (
+    OperatorProcess,
+    apply,
+    broker_starts,
+    chart_operator,
+    condition,
+    kubectl,
+    wait_status,
+)
 from tests.k8s.test_operator_e2e import events_of, policy
 from tests.k8s.test_rolling_restart import ConsumerThread, Load, ProducerThread, read_all
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
-
-
-def starts(kafka: Testbed) -> dict[int, int]:
-    """How many times each broker's JVM has started (its log keeps every start)."""
-    out = {}
-    for b in kafka.require().brokers:
-        log = kafka.log_path(b.id)
-        out[b.id] = log.read_text(errors="replace").count("Kafka Server started") if log.exists() else 0
-    return out
 
 
 class GroupConsumer(threading.Thread):
@@ -137,7 +136,7 @@ def test_roll_through_the_operator_under_load_with_consumer_groups(
     producer = ProducerThread(bootstrap, topic, load)
     reader = ConsumerThread(bootstrap, topic, partitions, load)
     groups = [GroupConsumer(bootstrap, topic, f"{unique_name}-g{i}") for i in range(2)]
-    before = starts(kafka)
+    before = broker_starts(kafka)
     op, ident = chart_operator(cp, tmp_path / "op", ns, extra_namespaces=("kafka",))
     op.start()
     pid = op.proc.pid if op.proc else None
@@ -184,7 +183,7 @@ def test_roll_through_the_operator_under_load_with_consumer_groups(
         )
         assert result_of(status)["state"] == "Succeeded", result_of(status)
         assert sorted(result_of(status)["brokersDone"]) == [0, 1, 2]
-        after = starts(kafka)
+        after = broker_starts(kafka)
         assert {b: after[b] - before[b] for b in after} == {0: 1, 1: 1, 2: 1}, (before, after)
         # The operator process never died: same process, still serving (zero restarts).
         assert op.proc is not None and op.proc.poll() is None and op.proc.pid == pid
@@ -216,7 +215,7 @@ def test_unsafe_between_brokers_waits_with_a_voice_then_halts(
     tmp_path: Path,
 ) -> None:
     cp, ns = k8s_control_plane, roll_ns
-    before = starts(kafka)
+    before = broker_starts(kafka)
     op, ident = chart_operator(cp, tmp_path / "op", ns, extra_namespaces=("kafka",))
     op.start()
     try:
@@ -262,7 +261,7 @@ def test_unsafe_between_brokers_waits_with_a_voice_then_halts(
         assert len(waits) == 1 and waits[0].get("count", 1) == 1, waits  # one Event when waiting starts
         assert any(e["reason"] == "RollHalted" for e in events)
         # Nothing else was touched: only the first broker restarted (the victim was stopped by us).
-        after = starts(kafka)
+        after = broker_starts(kafka)
         assert {b: after[b] - before[b] for b in after} == {b: (1 if b == done else 0) for b in after}
         assert any(h["action"] == "RollingRestart" and h["outcome"] == "Failed" for h in halted["history"])
     finally:

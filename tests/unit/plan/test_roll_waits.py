@@ -25,6 +25,7 @@ from kafka_health.report.remediation_status import apply_decision
 from kafka_health.report.status import HALTED, merge_remediation
 
 from .factories import NOW, balanced, context, partition, snapshot, spec
+from .test_planner import in_flight as planner_in_flight
 
 WINDOW = [{"name": "nightly", "schedule": "0 2 * * *", "duration": "2h"}]  # open at NOW
 
@@ -39,16 +40,8 @@ def roll_spec(timeout: str | None = None, never_safe: str | None = None, **extra
 
 
 def in_flight(**current: Any) -> KafkaHealthPolicyStatus:
-    base = {
-        "action": "RollingRestart",
-        "id": "r1",
-        "planId": "roll-abc",
-        "step": "Done",
-        "startedAt": (NOW - timedelta(minutes=20)).isoformat(),
-        "brokersPlanned": [1, 2, 3],
-        "brokersDone": [1],
-    }
-    return KafkaHealthPolicyStatus.model_validate({"currentRemediation": {**base, **current}})
+    """Broker 1 of 1, 2, 3 restarted; between brokers."""
+    return KafkaHealthPolicyStatus.model_validate(planner_in_flight(**{"step": "Done", **current}))
 
 
 def under_replicated(taken_at: Any = NOW) -> Any:
