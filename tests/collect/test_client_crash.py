@@ -155,13 +155,14 @@ def test_collection_survives_the_group_coordinator_restarting(
     kafka: Testbed, bootstrap: str, unique_name: str, admin: KafkaAdmin, caplog: pytest.LogCaptureFixture
 ) -> None:
     """collect_snapshot in a loop (in this process) while the group's coordinator is bounced: the
-    client host dies and is replaced, every cycle reads the group or names it missing."""
+    client host dies and is replaced, and every cycle reads the group or names it missing (or,
+    rarely, Kafka's ListGroups leaves it out without an error while its coordinator moves)."""
     started = time.monotonic()
     group_with_offsets(admin, bootstrap, unique_name)
     expected = dict(COMMITTED)
     restarts_before, counted_before = admin.restarts, restarts_counted()
 
-    cycles: list[tuple[str, str]] = []  # (full | partial | wrong, detail)
+    cycles: list[tuple[str, str]] = []  # (full | partial | unlisted | wrong, detail)
     stop = threading.Event()
 
     def collect() -> None:
@@ -177,6 +178,11 @@ def test_collection_survives_the_group_coordinator_restarting(
                 cycles.append(("full", ""))
             elif not snap.reachable or {"groups", f"group:{unique_name}"} & missing:
                 cycles.append(("partial", ", ".join(sorted(missing))))
+            elif read is None:
+                # Kafka's own gap, not a client crash: while a __consumer_offsets shard moves,
+                # the brokers answer ListGroups without its groups and without an error
+                # (GroupCoordinatorService.listGroups maps NOT_COORDINATOR to an empty list).
+                cycles.append(("unlisted", ", ".join(sorted(missing))))
             else:
                 cycles.append(("wrong", f"read {read}, missing {sorted(missing)}"))
 
@@ -201,8 +207,12 @@ def test_collection_survives_the_group_coordinator_restarting(
 
     wrong = [detail for kind, detail in cycles if kind == "wrong"]
     partial = [detail for kind, detail in cycles if kind == "partial"]
+    unlisted = [detail for kind, detail in cycles if kind == "unlisted"]
     assert not wrong, wrong[:5]
     assert len(cycles) >= 50
+    assert len(unlisted) <= len(cycles) // 10, (
+        f"{len(unlisted)} of {len(cycles)} cycles did not list the group"
+    )
     deaths = admin.restarts - restarts_before
     assert deaths >= 1, (
         f"no client process death in {len(bounces)} coordinator restarts ({len(cycles)} cycles)"
@@ -222,7 +232,7 @@ def test_collection_survives_the_group_coordinator_restarting(
     final = wait_for(settled, timeout=60, what=f"group {unique_name} readable again")
     assert committed(final, unique_name) == expected
     print(
-        f"\n{len(cycles)} cycles ({len(partial)} partial) over {len(bounces)} coordinator restarts "
+        f"\n{len(cycles)} cycles ({len(partial)} partial, {len(unlisted)} unlisted) over {len(bounces)} coordinator restarts "
         f"(brokers {bounces}); {deaths} client process deaths: {warnings}; "
         f"{time.monotonic() - started:.0f}s"
     )

@@ -415,7 +415,7 @@ class Supervisor:
         with self._lock:
             host = self._host
             if host is not None and host.poll() is not None:  # died since the last call
-                self._replace(self.generation, f"the wait before {call}")
+                self._replace(self.generation, call, "before")
                 host = self._host
             if host is None:
                 host = self._start()
@@ -429,7 +429,7 @@ class Supervisor:
                 self._replace(generation, call)
             return self._deaths[generation]
 
-    def _replace(self, generation: int, call: str) -> None:
+    def _replace(self, generation: int, call: str, when: str = "during") -> None:
         """Under the lock: end `generation`'s host and start the next."""
         host = self._host
         if generation != self.generation or host is None:  # already replaced
@@ -446,9 +446,9 @@ class Supervisor:
         try:
             self._start()
         except HostError as exc:
-            log.warning("Kafka client process %s during %s; restarting failed: %s", ended, call, exc)
+            log.warning("Kafka client process %s %s %s; restarting failed: %s", ended, when, call, exc)
         else:
-            log.warning("Kafka client process %s during %s; restarted", ended, call)
+            log.warning("Kafka client process %s %s %s; restarted", ended, when, call)
 
     def _start(self) -> ClientHost:
         self._host = ClientHost()

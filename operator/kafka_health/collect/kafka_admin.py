@@ -103,7 +103,7 @@ class KafkaAdmin:
         self._seen_deaths: set[int] = set()
         self._closed = False
         self._local: Any = None
-        self.restarts = 0  # client process deaths this admin's calls saw (and recovered from)
+        self.restarts = 0  # client process deaths this admin recovered from (its calls or its remote object)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -164,17 +164,23 @@ class KafkaAdmin:
             if self._closed:
                 raise AdminCallError("admin", "client is closed")
             if self._remote is None or self._generation != generation:
+                if self._remote is not None:  # its host died (seen by another call or admin)
+                    self._count_death(self._generation)
                 self._remote = None
                 self._remote = host.create(self.connection, self.timeouts)
                 self._generation = generation
             return self._remote
 
+    def _count_death(self, generation: int) -> None:
+        """Under the lock: count `generation`'s host death once for this admin."""
+        if generation not in self._seen_deaths:
+            self._seen_deaths.add(generation)
+            self.restarts += 1
+
     def _died(self, generation: int, method: str) -> str:
         how = SUPERVISOR.died(generation, method)
         with self._lock:
-            if generation not in self._seen_deaths:
-                self._seen_deaths.add(generation)
-                self.restarts += 1
+            self._count_death(generation)
         return how
 
     def _call(self, method: str, *args: Any, write: bool = False) -> Any:
