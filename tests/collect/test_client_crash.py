@@ -10,6 +10,7 @@ testbed and still reads what it was reading.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -24,15 +25,13 @@ import pytest
 from confluent_kafka import Producer
 
 from kafka_health._kits.waiting import wait_for
-from kafka_health.collect.client_host import SUPERVISOR, ClientHost
+from kafka_health.collect.client_host import SUPERVISOR, ClientHost, exit_reason
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin, Timeouts
 from kafka_health.collect.snapshot import collect_snapshot
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.report import metrics
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
-
-pytestmark = pytest.mark.kafka
 
 PARTITIONS = 3
 COMMITTED = {0: 4, 1: 5, 2: 6}
@@ -113,6 +112,7 @@ def admin(bootstrap: str) -> Iterator[KafkaAdmin]:
         yield a
 
 
+@pytest.mark.kafka
 def test_librdkafka_still_crashes_when_the_group_coordinator_restarts(
     kafka: Testbed, bootstrap: str, unique_name: str, admin: KafkaAdmin
 ) -> None:
@@ -151,6 +151,7 @@ def test_librdkafka_still_crashes_when_the_group_coordinator_restarts(
     )
 
 
+@pytest.mark.kafka
 def test_collection_survives_the_group_coordinator_restarting(
     kafka: Testbed, bootstrap: str, unique_name: str, admin: KafkaAdmin, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -244,6 +245,7 @@ def _host() -> ClientHost:
     return host
 
 
+@pytest.mark.kafka
 def test_a_killed_client_process_is_replaced_and_reads_are_retried(
     kafka: Testbed, bootstrap: str, unique_name: str, admin: KafkaAdmin, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -293,6 +295,7 @@ def test_a_killed_client_process_is_replaced_and_reads_are_retried(
     assert admin.metadata().partitions
 
 
+@pytest.mark.kafka
 def test_a_write_whose_client_process_dies_reports_an_unknown_outcome(
     kafka: Testbed, bootstrap: str, unique_name: str
 ) -> None:
@@ -323,3 +326,96 @@ def test_a_write_whose_client_process_dies_reports_an_unknown_outcome(
         assert "SIGKILL" in outcome[0].reason and "outcome is unknown" in outcome[0].reason
         # Unknown indeed: the frozen broker may still process the request it received. Re-read.
         assert admin.group_offsets([unique_name]).values[unique_name][0].committed_offset in (1, COMMITTED[0])
+
+
+# ------------------------------------------------------------------ no Kafka needed
+UNREACHABLE = {"bootstrap.servers": "127.0.0.1:1"}
+QUICK = Timeouts(metadata=0.5, request=0.5)
+
+
+def test_exit_reasons_name_the_signal() -> None:
+    assert [exit_reason(c) for c in (-signal.SIGSEGV, -signal.SIGABRT, 1, None)] == [
+        "SIGSEGV",
+        "SIGABRT",
+        "exit_1",
+        "lost",
+    ]
+
+
+def test_the_client_process_ignores_sigint_and_librdkafka_stays_out_of_this_process() -> None:
+    with KafkaAdmin(UNREACHABLE, timeouts=QUICK) as admin:
+        with pytest.raises(AdminCallError):
+            admin.metadata()
+        host = _host()
+        os.kill(host.pid, signal.SIGINT)  # a terminal's Ctrl-C is for the operator
+        time.sleep(0.5)
+        assert host.poll() is None
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from kafka_health.collect.kafka_admin import KafkaAdmin, AdminCallError, Timeouts\n"
+            "from kafka_health.collect.snapshot import collect_snapshot\n"
+            "from datetime import UTC, datetime\n"
+            "with KafkaAdmin({'bootstrap.servers': '127.0.0.1:1'}, timeouts=Timeouts(0.5, 0.5)) as a:\n"
+            "    collect_snapshot(a, 'x', lambda: datetime.now(UTC))\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'confluent_kafka'))\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.strip() == "[]"  # librdkafka was not even loaded in this process
+
+
+def test_the_client_process_exits_when_the_operator_dies() -> None:
+    script = (
+        "import time\n"
+        "from kafka_health.collect.kafka_admin import KafkaAdmin, AdminCallError, Timeouts\n"
+        "from kafka_health.collect.client_host import SUPERVISOR\n"
+        "a = KafkaAdmin({'bootstrap.servers': '127.0.0.1:1'}, timeouts=Timeouts(0.5, 0.5))\n"
+        "try:\n"
+        "    a.metadata()\n"
+        "except AdminCallError:\n"
+        "    pass\n"
+        "print(SUPERVISOR.host().pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    operator = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert operator.stdout is not None
+        host_pid = int(operator.stdout.readline())
+        assert _running(host_pid)
+        operator.kill()  # SIGKILL: no atexit, no cleanup; only the pipe closing tells the child
+        operator.wait(10)
+        wait_for(lambda: not _running(host_pid), timeout=10, what="the client process to exit")
+    finally:
+        if operator.poll() is None:
+            operator.kill()
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan is reaped by whatever adopted it, maybe not at once)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return not stat.split(") ", 1)[1].startswith(("Z", "X"))
+
+
+def test_client_log_records_reach_this_process_scrubbed(caplog: pytest.LogCaptureFixture) -> None:
+    """kafka-python logs its whole configuration (SASL password included) at DEBUG, in the client
+    process: the record reaches this process's loggers (and so its handlers), without the secret."""
+    conf = {**UNREACHABLE, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}
+    conf |= {"sasl.username": "ops", "sasl.password": "pa55-w0rd-in-child"}
+    with caplog.at_level(logging.DEBUG), KafkaAdmin(conf, timeouts=QUICK) as admin:
+        with pytest.raises(AdminCallError):
+            admin.describe_cluster()
+        host_pid = _host().pid
+    dumps = [
+        r for r in caplog.records if r.name == "kafka.admin.client" and "configuration" in r.getMessage()
+    ]
+    assert dumps and all(r.process == host_pid for r in dumps)  # logged in the client process
+    assert not any("pa55-w0rd-in-child" in r.getMessage() for r in caplog.records)
