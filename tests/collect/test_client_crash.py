@@ -251,7 +251,7 @@ def test_a_killed_client_process_is_replaced_and_reads_are_retried(
 ) -> None:
     faults.create_topic(bootstrap, unique_name, partitions=PARTITIONS)
     assert admin.metadata().partitions
-    before, pid = admin.restarts, _host().pid
+    before, pid, host_restarts = admin.restarts, _host().pid, SUPERVISOR.restarts
 
     # Between calls: the next call finds the process gone and starts another.
     os.kill(pid, signal.SIGSEGV)
@@ -292,6 +292,7 @@ def test_a_killed_client_process_is_replaced_and_reads_are_retried(
     assert not errors, errors[:5]
     assert reads > 10
     assert admin.restarts == before + 1 + killed
+    assert SUPERVISOR.restarts == host_restarts + 1 + killed  # once per death, though 3 threads saw each
     assert admin.metadata().partitions
 
 
@@ -419,3 +420,48 @@ def test_client_log_records_reach_this_process_scrubbed(caplog: pytest.LogCaptur
     ]
     assert dumps and all(r.process == host_pid for r in dumps)  # logged in the client process
     assert not any("pa55-w0rd-in-child" in r.getMessage() for r in caplog.records)
+
+
+def _kill_each_new_host(times: int, sig: signal.Signals) -> threading.Thread:
+    """Kill the client process `times` times, each one 0.5 s after it is up (mid-call)."""
+
+    def run() -> None:
+        killed: set[int] = set()
+        deadline = time.monotonic() + 30
+        while len(killed) < times and time.monotonic() < deadline:
+            host = SUPERVISOR.host()
+            if host is not None and host.pid not in killed and host.poll() is None:
+                time.sleep(0.5)
+                killed.add(host.pid)
+                os.kill(host.pid, sig)
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=run)
+    killer.start()
+    return killer
+
+
+def test_a_read_whose_retry_dies_too_fails_like_any_failed_read() -> None:
+    """Both attempts killed mid-call (an unreachable cluster keeps each call waiting 3 s): a whole
+    call raises AdminCallError, a call over items reports every item; nothing raises past that."""
+    with KafkaAdmin(UNREACHABLE, timeouts=Timeouts(metadata=3, request=3)) as admin:
+        with pytest.raises(AdminCallError):
+            admin.metadata()  # the process is up
+        killer = _kill_each_new_host(2, signal.SIGSEGV)
+        with pytest.raises(AdminCallError) as whole:
+            admin.metadata()
+        killer.join()
+        assert whole.value.call == "metadata"
+        assert whole.value.reason.startswith("the Kafka client process crashed (SIGSEGV) twice")
+
+        killer = _kill_each_new_host(2, signal.SIGABRT)
+        partial = admin.group_offsets(["g1", "g2"])
+        killer.join()
+        assert partial.values == {}
+        assert set(partial.errors) == {"g1", "g2"}
+        assert all(
+            e.startswith("the Kafka client process crashed (SIGABRT) twice") for e in partial.errors.values()
+        )
+        with pytest.raises(AdminCallError) as normal:
+            admin.metadata()  # the next call runs on a fresh process as usual
+        assert "crashed" not in normal.value.reason
