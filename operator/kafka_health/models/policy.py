@@ -263,11 +263,13 @@ _LABEL_VALUE: TypeAdapter[str] = TypeAdapter(LabelValue)
 TopicName = Annotated[
     str, Text(r"^[a-zA-Z0-9._-]+$", "a Kafka topic name: letters, digits, '.', '_', '-'", 249)
 ]
+PORT_PATTERN = r"([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+"""1-65535 and nothing else: librdkafka takes a larger number modulo 65536 and dials that port."""
 HostPort = Annotated[
     str,
     Text(
-        r"^(\[[0-9a-fA-F:.]+\]|[^\s:,\[\]/]+):[0-9]{1,5}$",
-        "one host:port per list item, e.g. 'kafka-0.kafka:9092' (not a comma-separated string)",
+        r"^(\[[0-9a-fA-F:.]+\]|[^\s:,\[\]/]+):" + PORT_PATTERN + "$",
+        "one host:port per list item, port 1-65535, e.g. 'kafka-0.kafka:9092' (not a comma-separated string)",
     ),
 ]
 CRON_PATTERN = r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|\S+( +\S+){4})$"

@@ -117,6 +117,7 @@ GOOD_SPECS: list[tuple[str, dict[str, Any]]] = [
             }
         },
     ),
+    ("the lowest and highest ports", {"cluster": {"bootstrapServers": ["a:1", "b:65535", "[::1]:9092"]}}),
 ]
 
 
@@ -155,6 +156,12 @@ BAD_SPECS: list[BadSpec] = [
         _with("cluster.bootstrapServers", ["a:9092,b:9092"]),
         "spec.cluster.bootstrapServers[0]",
     ),
+    BadSpec(
+        "a port above 65535 (librdkafka would dial it modulo 65536)",
+        _with("cluster.bootstrapServers", ["127.0.0.1:99999"]),
+        "spec.cluster.bootstrapServers[0]",
+    ),
+    BadSpec("port 0", _with("cluster.bootstrapServers", ["kafka:0"]), "spec.cluster.bootstrapServers[0]"),
     BadSpec("unknown remediation mode", _with("remediation.mode", "Auto"), "spec.remediation.mode"),
     BadSpec("zero diagnostics interval", _with("diagnostics.interval", "0s"), "spec.diagnostics.interval"),
     BadSpec(
