@@ -465,3 +465,25 @@ def test_a_read_whose_retry_dies_too_fails_like_any_failed_read() -> None:
         with pytest.raises(AdminCallError) as normal:
             admin.metadata()  # the next call runs on a fresh process as usual
         assert "crashed" not in normal.value.reason
+
+
+def test_a_client_process_that_stops_answering_is_killed_and_replaced(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A frozen client process (SIGSTOP here; a deadlock alike) would hold the calls waiting on
+    it forever: the watchdog kills it once a call outlives its budget, and the read is retried."""
+    monkeypatch.setattr(KafkaAdmin, "HANG_MARGIN", 1.0)  # budget: 2 * (0.5 + 0.5) + 1 = 3 s
+    with KafkaAdmin(UNREACHABLE, timeouts=QUICK) as admin:
+        with pytest.raises(AdminCallError):
+            admin.metadata()
+        before, frozen = admin.restarts, _host()
+        os.kill(frozen.pid, signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises(AdminCallError) as err:
+            admin.metadata()  # retried on a fresh process: fails as an unreachable cluster does
+        elapsed = time.monotonic() - started
+        assert "crashed" not in err.value.reason
+        assert 3 <= elapsed < 15, elapsed
+        assert admin.restarts == before + 1 and frozen.poll() == -signal.SIGKILL
+    messages = [r.getMessage() for r in caplog.records]
+    assert "Kafka client process stopped answering during metadata; restarted" in messages

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import logging
 import os
 import resource
@@ -112,7 +113,8 @@ class HostError(RuntimeError):
 
 def exit_reason(returncode: int | None) -> str:
     """How a host ended, as the metric's `reason` label and in messages: the signal's name
-    (`SIGSEGV`), `exit_1`, or `lost` (its connection broke while the process still ran)."""
+    (`SIGSEGV`), `exit_1`, or `lost` (its connection broke while the process still ran). The
+    supervisor says `hung` for a host its watchdog killed."""
     if returncode is None:
         return "lost"
     if returncode < 0:
@@ -400,15 +402,54 @@ class ClientHost:
 
 class Supervisor:
     """The one host of this process: started on first use, restarted once per death however
-    many threads see it die (a generation number under a lock)."""
+    many threads see it die (a generation number under a lock).
+
+    A watchdog kills a host that has not answered a call within its budget (a wedged or
+    stopped process would otherwise hold the calls waiting on it forever); that counts as a
+    death with the reason `hung`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._host: ClientHost | None = None
         self.generation = 0
         self._deaths: dict[int, str] = {}  # generation → how its host ended
+        self._hung: set[int] = set()  # generations the watchdog killed
         self.restarts = 0
         self._atexit = False
+        self._calls: dict[int, tuple[float, int, str]] = {}  # token → (deadline, generation, call)
+        self._tokens = itertools.count()
+        self._watchdog: threading.Thread | None = None
+
+    def watch(self, generation: int, call: str, budget: float) -> int:
+        """Register a call in flight on `generation`'s host; `unwatch` the token when it answers."""
+        with self._lock:
+            token = next(self._tokens)
+            self._calls[token] = (time.monotonic() + budget, generation, call)
+            if self._watchdog is None:
+                self._watchdog = threading.Thread(
+                    target=self._watch, name="kafka-client-watchdog", daemon=True
+                )
+                self._watchdog.start()
+            return token
+
+    def unwatch(self, token: int) -> None:
+        with self._lock:
+            self._calls.pop(token, None)
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(0.5)
+            now = time.monotonic()
+            with self._lock:
+                late = [(t, g, c) for t, (d, g, c) in self._calls.items() if d < now]
+                for token, generation, call in late:
+                    del self._calls[token]
+                    host = self._host
+                    if generation == self.generation and host is not None and generation not in self._hung:
+                        self._hung.add(generation)
+                        log.warning("Kafka client process did not answer %s in time; killing it", call)
+                        with contextlib.suppress(ProcessLookupError):
+                            host.process.kill()  # the waiting calls see it die and go on from there
 
     def current(self, call: str) -> tuple[ClientHost, int]:
         """The live host and its generation; starts one if there is none (raises `HostError`)."""
@@ -435,14 +476,14 @@ class Supervisor:
         if generation != self.generation or host is None:  # already replaced
             self._deaths.setdefault(generation, "an earlier restart")
             return
-        how = exit_reason(host.wait_exit(2.0))
+        how = "hung" if generation in self._hung else exit_reason(host.wait_exit(2.0))
         host.stop(timeout=0)  # kills it if it still runs (a connection broke without a death)
         self._deaths[generation] = how
         self.generation += 1
         self._host = None
         self.restarts += 1
         metrics.CLIENT_PROCESS_RESTARTS.labels(reason=how).inc()
-        ended = "lost its connection" if how == "lost" else f"died with {how}"
+        ended = {"lost": "lost its connection", "hung": "stopped answering"}.get(how, f"died with {how}")
         try:
             self._start()
         except HostError as exc:

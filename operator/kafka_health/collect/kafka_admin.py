@@ -17,9 +17,11 @@ and `kafka_health_client_process_restarts_total{reason}`; then:
 - a read is retried once on the fresh process; if that dies too, the call fails like any other
   failed read: `AdminCallError` for a whole call, or every item in the `Partial`'s errors (so a
   snapshot reports e.g. `group:<id>` missing: a partial read, never a crash);
-- a write (`elect_preferred`, `alter_group_offsets`) is never retried: it raises
+- a write (`elect_preferred`, `alter_group_offsets`) is never retried once sent: it raises
   `AdminCallError` saying the outcome is unknown (callers re-read, as for a timed-out write).
-A retried read may take up to twice its timeout plus the process start (about a second).
+A retried read may take up to twice its timeout plus the process start (about a second). A
+process that stops answering is killed by the supervisor's watchdog once a call has waited
+`2 * (metadata + request) + HANG_MARGIN` seconds, and counts as a death (`hung`).
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class KafkaAdmin:
     OFFSETS_BATCH = 10_000
     CONFIGS_BATCH = 500
     GROUPS_BATCH = 100
+    HANG_MARGIN = 30.0  # seconds beyond a call's own bounds before its client process is killed as hung
 
     def __init__(
         self,
@@ -154,6 +157,12 @@ class KafkaAdmin:
             text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
         return redact(text, self._secrets)
 
+    def _budget(self) -> float:
+        """How long a call may go unanswered before the client process is deemed hung: every
+        call is bounded inside it by `timeouts` (the longest by metadata + request), so twice
+        that plus a margin only runs out when the process itself is stuck."""
+        return 2 * (self.timeouts.metadata + self.timeouts.request) + self.HANG_MARGIN
+
     @staticmethod
     def _levels() -> dict[str, int]:
         return {name: logging.getLogger(name).getEffectiveLevel() for name in client_host.FORWARDED_LOGGERS}
@@ -197,6 +206,11 @@ class KafkaAdmin:
                 raise AdminCallError(call, str(exc)) from None
             try:
                 remote = self._attach(host, generation)
+            except TRANSPORT_ERRORS:  # nothing was sent yet: safe to try again, even a write
+                how = self._died(generation, method)
+                continue
+            token = SUPERVISOR.watch(generation, method, self._budget())
+            try:
                 answer = remote._callmethod("run", (method, args, self._levels()))
             except TRANSPORT_ERRORS:
                 how = self._died(generation, method)
@@ -207,7 +221,13 @@ class KafkaAdmin:
                         "unknown (it may have been applied; re-read before retrying)",
                     ) from None
                 continue
+            finally:
+                SUPERVISOR.unwatch(token)
             return client_host.check_result(answer, host)
+        if write:
+            raise AdminCallError(
+                call, f"the Kafka client process crashed ({how}) twice before the request was sent"
+            )
         raise _Crashed(how)
 
     def _whole(self, method: str, exc: _Crashed) -> NoReturn:

@@ -45,7 +45,7 @@ REMEDIATIONS = Counter(
 )
 CLIENT_PROCESS_RESTARTS = Counter(
     "kafka_health_client_process_restarts",
-    "Restarts of the Kafka client process after it died, by how it ended (SIGSEGV, SIGABRT, exit_1, lost).",
+    "Restarts of the Kafka client process after it died, by how it ended (SIGSEGV, SIGABRT, exit_1, lost, hung).",
     ["reason"],
     registry=REGISTRY,
 )
