@@ -447,9 +447,12 @@ class Supervisor:
                     host = self._host
                     if generation == self.generation and host is not None and generation not in self._hung:
                         self._hung.add(generation)
-                        log.warning("Kafka client process did not answer %s in time; killing it", call)
+                        # Kill first, log after: anything that allocates here (a log record) may
+                        # run the garbage collector, whose proxy finalizers (BaseProxy._decref)
+                        # connect to the host, and a stopped host would hold them forever.
                         with contextlib.suppress(ProcessLookupError):
                             host.process.kill()  # the waiting calls see it die and go on from there
+                        log.warning("Kafka client process did not answer %s in time; killed it", call)
 
     def current(self, call: str) -> tuple[ClientHost, int]:
         """The live host and its generation; starts one if there is none (raises `HostError`)."""
