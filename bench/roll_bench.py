@@ -172,7 +172,34 @@ class OperatorRun:
             self.kubeconfig, "wait", "--for=condition=Established", "crd/kafkahealthpolicies.kafkahealth.io"
         )
         _kubectl(self.kubeconfig, "create", "namespace", POLICY_NS)
-        args = [sys.executable, "-m", "kafka_health.cli.main", "operator", "--namespace", POLICY_NS]
+        # A CRD just created answers 429 ("storage is (re)initializing") for a while; an operator
+        # started meanwhile backs off its watch. Start it once the resource can be listed.
+        deadline = time.monotonic() + 120
+        while subprocess.run(
+            [
+                str(find_binaries() / "kubectl"),
+                "--kubeconfig",
+                str(self.kubeconfig),
+                "get",
+                "khp",
+                "-n",
+                POLICY_NS,
+            ],
+            capture_output=True,
+            check=False,
+        ).returncode:
+            if time.monotonic() > deadline:
+                raise SystemExit("kafkahealthpolicies cannot be listed 120 s after the CRD was applied")
+            time.sleep(1)
+        args = [
+            sys.executable,
+            "-m",
+            "kafka_health.cli.main",
+            "operator",
+            "--namespace",
+            POLICY_NS,
+            "--standalone",
+        ]
         args += ["--metrics-port", str(_free_port()), "--health-port", str(self.health)]
         args += ["--history-dir", str(self.workdir / "history"), "--log-format", "json"]
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "KAFKA_HEALTH_WORK_DIR": str(self.workdir)}
