@@ -10,6 +10,7 @@ testbed and still reads what it was reading.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -476,8 +477,19 @@ def test_a_client_process_that_stops_answering_is_killed_and_replaced(
     with KafkaAdmin(UNREACHABLE, timeouts=QUICK) as admin:
         with pytest.raises(AdminCallError):
             admin.metadata()
+        dropped = KafkaAdmin(UNREACHABLE, timeouts=QUICK)  # left to the garbage collector, never closed
+        with pytest.raises(AdminCallError):
+            dropped.metadata()
         before, frozen = admin.restarts, _host()
         os.kill(frozen.pid, signal.SIGSTOP)
+
+        # Dropping a proxy talks to no process (a finalizer waiting on the frozen one would block
+        # whichever thread the garbage collector ran in).
+        del dropped
+        collector = threading.Thread(target=gc.collect)
+        collector.start()
+        collector.join(5)
+        assert not collector.is_alive()
         started = time.monotonic()
         with pytest.raises(AdminCallError) as err:
             admin.metadata()  # retried on a fresh process: fails as an unreachable cluster does

@@ -190,7 +190,8 @@ class HostedAdmin:
                 raise AdminCallError(method, self._broken)
             value: Any = None
             if method == "close":
-                self._calls.close()
+                calls, self._calls, self._broken = self._calls, None, "the client is closed"
+                calls.close()
             elif method in CALLS:
                 value = getattr(self._calls, method)(*args)
             else:
@@ -255,14 +256,9 @@ def main(argv: list[str]) -> None:
 
 # --------------------------------------------------------------------------------- in the parent
 class _Remote(BaseProxy):
+    """A `HostedAdmin` in the host. Created without reference counting (see `ClientHost.create`)."""
+
     _exposed_ = ("run",)
-
-
-class _ClientManager(BaseManager):
-    pass
-
-
-_ClientManager.register("HostedAdmin", proxytype=_Remote)
 
 
 class ClientHost:
@@ -310,7 +306,7 @@ class ClientHost:
             self.process.stdin.write(authkey.hex().encode() + b"\n")
             self.process.stdin.flush()
             self._await_ready(self.process.stdout.fileno(), started + START_TIMEOUT)
-            self.manager = _ClientManager(address=os.path.join(self._dir, "host.sock"), authkey=authkey)
+            self.manager = BaseManager(address=os.path.join(self._dir, "host.sock"), authkey=authkey)
             self.manager.connect()
         except BaseException:
             self.stop()
@@ -333,8 +329,24 @@ class ClientHost:
             line += chunk
 
     def create(self, connection: ConnectionConfig, timeouts: Timeouts) -> _Remote:
-        remote: _Remote = self.manager.HostedAdmin(connection, timeouts)  # type: ignore[attr-defined]
-        return remote
+        """A new `HostedAdmin` in the host, and its proxy.
+
+        The stdlib's proxies count references: each one's finalizer (`BaseProxy._decref`)
+        connects to the server to decrement, in whatever thread the garbage collector happens to
+        run it. To a host that hangs, that connection waits forever, in any thread of the
+        operator (its event loop, or one holding the supervisor's lock). So the proxy is made
+        without counting: the object lives as long as its host, `close` releases its clients
+        early, and what stays is a few hundred bytes per `KafkaAdmin` ever created in that host."""
+        manager: Any = self.manager
+        token, exposed = manager._create("HostedAdmin", connection, timeouts)
+        return _Remote(
+            token,
+            manager._serializer,
+            manager=manager,
+            authkey=manager._authkey,
+            exposed=exposed,
+            incref=False,
+        )
 
     # ---------------------------------------------------------------- logs
     def _pump(self) -> None:
@@ -437,9 +449,11 @@ class Supervisor:
             self._calls.pop(token, None)
 
     def _watch(self) -> None:
+        """Never waits on a host: under the lock only bookkeeping and a signal, logs after."""
         while True:
             time.sleep(0.5)
             now = time.monotonic()
+            killed = []
             with self._lock:
                 late = [(t, g, c) for t, (d, g, c) in self._calls.items() if d < now]
                 for token, generation, call in late:
@@ -447,12 +461,11 @@ class Supervisor:
                     host = self._host
                     if generation == self.generation and host is not None and generation not in self._hung:
                         self._hung.add(generation)
-                        # Kill first, log after: anything that allocates here (a log record) may
-                        # run the garbage collector, whose proxy finalizers (BaseProxy._decref)
-                        # connect to the host, and a stopped host would hold them forever.
                         with contextlib.suppress(ProcessLookupError):
                             host.process.kill()  # the waiting calls see it die and go on from there
-                        log.warning("Kafka client process did not answer %s in time; killed it", call)
+                        killed.append(call)
+            for call in killed:
+                log.warning("Kafka client process did not answer %s in time; killed it", call)
 
     def current(self, call: str) -> tuple[ClientHost, int]:
         """The live host and its generation; starts one if there is none (raises `HostError`)."""

@@ -118,10 +118,13 @@ class KafkaAdmin:
             self._local = None
         host = SUPERVISOR.host()
         if remote is not None and host is not None and generation == SUPERVISOR.generation:
+            token = SUPERVISOR.watch(generation, "close", self._budget())
             try:
                 client_host.check_result(remote._callmethod("run", ("close", (), self._levels())), host)
             except Exception as exc:  # the process died: nothing of this client is left to close
                 log.debug("closing the Kafka client failed: %s", redact(str(exc), self._secrets))
+            finally:
+                SUPERVISOR.unwatch(token)
         logs.SECRETS.remove(self._secrets)
 
     def __enter__(self) -> KafkaAdmin:
@@ -204,23 +207,25 @@ class KafkaAdmin:
                 host, generation = SUPERVISOR.current(method)
             except HostError as exc:
                 raise AdminCallError(call, str(exc)) from None
-            try:
-                remote = self._attach(host, generation)
-            except TRANSPORT_ERRORS:  # nothing was sent yet: safe to try again, even a write
-                how = self._died(generation, method)
-                continue
+            # Watched from here: a hung process is killed (creating the remote object included).
             token = SUPERVISOR.watch(generation, method, self._budget())
             try:
-                answer = remote._callmethod("run", (method, args, self._levels()))
-            except TRANSPORT_ERRORS:
-                how = self._died(generation, method)
-                if write:
-                    raise AdminCallError(
-                        call,
-                        f"the Kafka client process crashed ({how}) during the call: the outcome is "
-                        "unknown (it may have been applied; re-read before retrying)",
-                    ) from None
-                continue
+                try:
+                    remote = self._attach(host, generation)
+                except TRANSPORT_ERRORS:  # nothing was sent yet: safe to try again, even a write
+                    how = self._died(generation, method)
+                    continue
+                try:
+                    answer = remote._callmethod("run", (method, args, self._levels()))
+                except TRANSPORT_ERRORS:
+                    how = self._died(generation, method)
+                    if write:
+                        raise AdminCallError(
+                            call,
+                            f"the Kafka client process crashed ({how}) during the call: the outcome is "
+                            "unknown (it may have been applied; re-read before retrying)",
+                        ) from None
+                    continue
             finally:
                 SUPERVISOR.unwatch(token)
             return client_host.check_result(answer, host)
