@@ -282,8 +282,16 @@ class OperatorRun:
         applied = datetime.now(UTC)
         t0 = time.monotonic()
         self.apply(body)
+        self.steps: list[tuple[float, int | None, str]] = []  # (seconds since apply, broker, step)
         while True:
             status = self.status("bench")
+            current = status.get("currentRemediation") or {}
+            mark = (
+                current.get("currentBroker"),
+                str(current.get("step") or current.get("waitingReason") or "-"),
+            )
+            if not self.steps or self.steps[-1][1:] != mark:
+                self.steps.append((time.monotonic() - t0, *mark))
             result = next((r for r in status.get("rollingRestarts") or [] if r["id"] == request), {})
             if result.get("state") in ("Succeeded", "Failed", "Blocked"):
                 break
@@ -400,6 +408,7 @@ def main() -> None:
                 order = [o.broker for o in report.outcomes]
             # 3. The roll through the operator.
             through: dict[str, float] | None = None
+            op_steps: list[tuple[float, int | None, str]] = []
             if args.mode in ("operator", "both"):
                 settle(testbed, standin)
                 with (
@@ -408,6 +417,7 @@ def main() -> None:
                 ):
                     print("  operator ready; requesting the roll …", flush=True)
                     through = op.roll(bootstrap, f"bench-{int(time.time())}", args.pause)
+                    op_steps = op.steps
     finally:
         load.stop.set()
         load.join(90)
@@ -451,6 +461,8 @@ def main() -> None:
             f"  of which pickup (apply → roll started) {through['pickup']:.1f}s, "
             f"roll (started → finished, from status) {through['roll']:.1f}s"
         )
+        print("  steps seen in status (s after the apply: broker step):")
+        print("    " + "; ".join(f"{t:.1f}: {b if b is not None else '-'} {step}" for t, b, step in op_steps))
     print(f"producer during the bench: {load.acked} acked, {load.failed} failed")
 
 
