@@ -137,6 +137,10 @@ class Load(threading.Thread):
         self.p.flush(60)
 
 
+def _ts(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -283,6 +287,8 @@ class OperatorRun:
         t0 = time.monotonic()
         self.apply(body)
         self.steps: list[tuple[float, int | None, str]] = []  # (seconds since apply, broker, step)
+        self.deleted: dict[int, datetime] = {}
+        self.healthy: dict[int, datetime] = {}
         while True:
             status = self.status("bench")
             current = status.get("currentRemediation") or {}
@@ -292,6 +298,12 @@ class OperatorRun:
             )
             if not self.steps or self.steps[-1][1:] != mark:
                 self.steps.append((time.monotonic() - t0, *mark))
+            # Exact times from status: the pod delete (WaitingPodReady starts right after it) and
+            # the broker healthy again (lastBrokerFinishedAt, with the broker last in brokersDone).
+            if current.get("step") == "WaitingPodReady" and current.get("stepStartedAt"):
+                self.deleted.setdefault(current["currentBroker"], _ts(current["stepStartedAt"]))
+            if current.get("lastBrokerFinishedAt") and current.get("brokersDone"):
+                self.healthy.setdefault(current["brokersDone"][-1], _ts(current["lastBrokerFinishedAt"]))
             result = next((r for r in status.get("rollingRestarts") or [] if r["id"] == request), {})
             if result.get("state") in ("Succeeded", "Failed", "Blocked"):
                 break
@@ -303,8 +315,9 @@ class OperatorRun:
             raise SystemExit(
                 f"the roll through the operator ended {result['state']}: {result.get('message')}"
             )
-        started = datetime.fromisoformat(result["startedAt"].replace("Z", "+00:00"))
-        finished = datetime.fromisoformat(result["finishedAt"].replace("Z", "+00:00"))
+        started, finished = _ts(result["startedAt"]), _ts(result["finishedAt"])
+        for broker in result.get("brokersDone") or []:
+            self.healthy.setdefault(broker, finished)  # the last broker: the roll ends as it is healthy
         return {
             "total": total,
             "pickup": (started - applied).total_seconds(),
@@ -409,6 +422,8 @@ def main() -> None:
             # 3. The roll through the operator.
             through: dict[str, float] | None = None
             op_steps: list[tuple[float, int | None, str]] = []
+            op_deleted: dict[int, datetime] = {}
+            op_healthy: dict[int, datetime] = {}
             if args.mode in ("operator", "both"):
                 settle(testbed, standin)
                 with (
@@ -417,7 +432,7 @@ def main() -> None:
                 ):
                     print("  operator ready; requesting the roll …", flush=True)
                     through = op.roll(bootstrap, f"bench-{int(time.time())}", args.pause)
-                    op_steps = op.steps
+                    op_steps, op_deleted, op_healthy = op.steps, op.deleted, op.healthy
     finally:
         load.stop.set()
         load.join(90)
@@ -461,6 +476,13 @@ def main() -> None:
             f"  of which pickup (apply → roll started) {through['pickup']:.1f}s, "
             f"roll (started → finished, from status) {through['roll']:.1f}s"
         )
+        in_op = {b: (op_healthy[b] - op_deleted[b]).total_seconds() for b in op_deleted if b in op_healthy}
+        if in_op:
+            each = ", ".join(f"{b}: {t:.1f}s" for b, t in in_op.items())
+            print(
+                f"  per broker in this roll (pod delete → healthy, from status): {each}; "
+                f"sum {sum(in_op.values()):.1f}s; ratio apply → Succeeded / sum {through['total'] / sum(in_op.values()):.2f}"
+            )
         print("  steps seen in status (s after the apply: broker step):")
         print("    " + "; ".join(f"{t:.1f}: {b if b is not None else '-'} {step}" for t, b, step in op_steps))
     print(f"producer during the bench: {load.acked} acked, {load.failed} failed")
