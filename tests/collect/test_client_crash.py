@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -89,8 +90,21 @@ def group_with_offsets(admin: KafkaAdmin, bootstrap: str, name: str) -> None:
         for i in range(10):
             producer.produce(name, value=f"m{i}".encode(), partition=p)
     assert producer.flush(30) == 0
-    done = admin.alter_group_offsets(name, {(name, p): o for p, o in COMMITTED.items()})
-    assert not done.errors and len(done.values) == PARTITIONS
+    # On a fresh cluster the first group call creates __consumer_offsets: its coordinators load
+    # for a while (COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS), so commit until
+    # every partition is accepted.
+    errors: dict[Any, str] = {}
+
+    def commit() -> bool:
+        done = admin.alter_group_offsets(name, {(name, p): o for p, o in COMMITTED.items()})
+        errors.clear()
+        errors.update(done.errors)
+        return not done.errors and len(done.values) == PARTITIONS
+
+    try:
+        wait_for(commit, timeout=90, interval=1.0, what=f"group {name} committed")
+    except TimeoutError:
+        raise AssertionError(f"group {name} could not be committed: {errors}") from None
 
 
 def committed(snap: ClusterSnapshot, group: str) -> dict[int, int | None] | None:
