@@ -44,6 +44,7 @@ def label_names() -> set[str]:
         metrics.HEALTHY,
         metrics.DEGRADED,
         metrics.REMEDIATIONS,
+        metrics.CLIENT_PROCESS_RESTARTS,
     ):
         names.update(metric._labelnames)
     return names
@@ -76,6 +77,7 @@ def test_registry_has_the_documented_families() -> None:
         "kafka_health_healthy",
         "kafka_health_degraded",
         "kafka_health_remediations",
+        "kafka_health_client_process_restarts",
     }
 
 
