@@ -4,7 +4,9 @@
 
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
-# ---- build: wheels for the project and its dependencies
+# ---- build: the project and what the operator runs. No extras: the HTML report's libraries
+# ([report]) and the developer tools ([dev]) stay out, and so does the local testbed
+# (kafka_health.testbed: tests and the demo only; the CLI lists `testbed` only where it exists).
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -13,6 +15,7 @@ COPY operator/ operator/
 COPY spark/ spark/
 RUN python -m venv /opt/kafka-health \
  && /opt/kafka-health/bin/pip install --no-compile . \
+ && find /opt/kafka-health -path '*/site-packages/kafka_health/testbed' -type d -prune -exec rm -rf {} + \
  && find /opt/kafka-health -name '__pycache__' -type d -prune -exec rm -rf {} +
 
 # ---- runtime: slim Python + a headless Java 17 for the embedded Spark driver

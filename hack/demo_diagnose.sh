@@ -37,7 +37,7 @@ kafka-health testbed broker stop 2
 sleep 3  # let the controller move leaderships and shrink the ISRs
 
 echo
-echo "== diagnosis of the broken cluster (exit code: 0 healthy, 1 warnings, 2 critical)"
+echo "== diagnosis of the broken cluster (exit code: 0 healthy, 1 warnings, 4 critical)"
 rc=0
 kafka-health diagnose --bootstrap-servers "$bootstrap" --history "$history" \
   --save-snapshot "$work/snapshot.json" || rc=$?

@@ -33,7 +33,7 @@ def broken() -> ClusterSnapshot:
 def test_json_output_is_the_diagnosis_and_exit_code_follows_it(spark: object, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["diagnose", "--snapshot", str(save(tmp_path, broken())), "-o", "json"])
     d = Diagnosis.model_validate_json(result.stdout)
-    assert result.exit_code == d.exit_code() == 2
+    assert result.exit_code == d.exit_code() == 4
     assert {"broker_missing", "disk_usage", "low_replication_factor"} <= {f.check for f in d.findings}
 
 
@@ -63,7 +63,7 @@ def test_html_report_is_self_contained_with_plots(spark: object, tmp_path: Path)
     result = CliRunner().invoke(
         app, ["diagnose", "--snapshot", str(save(tmp_path, broken())), "-o", "html", "--out", str(out)]
     )
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 4, result.output
     html = out.read_text()
     assert html.count('src="data:image/png;base64,') == 2  # brokers and disk; no lag without groups
     assert "http://" not in html and "https://" not in html
@@ -88,13 +88,13 @@ def test_history_is_recorded_and_read(spark: object, tmp_path: Path) -> None:
         (["--spark-master", "local[1]", "--spark-remote", "sc://x"], "at most one"),
     ],
 )
-def test_bad_options_exit_3(tmp_path: Path, args: list[str], message: str) -> None:
+def test_bad_options_are_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     result = CliRunner().invoke(app, ["diagnose", "--snapshot", str(save(tmp_path, snapshot())), *args])
-    assert result.exit_code == 3
+    assert result.exit_code == 2
     assert message in result.output
 
 
 def test_needs_a_cluster_or_a_snapshot() -> None:
     result = CliRunner().invoke(app, ["diagnose"], env={"KAFKA_BOOTSTRAP_SERVERS": ""})
-    assert result.exit_code == 3
+    assert result.exit_code == 2
     assert "exactly one of" in result.output

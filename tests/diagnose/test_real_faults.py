@@ -92,7 +92,7 @@ def test_stopped_broker_lists_equal_kafka_topics(
         interval=2,
         what="voter 1 reported as lagging",
     )
-    assert d.exit_code() == 2
+    assert d.exit_code() == 4
 
 
 def test_bounced_broker_leaves_leaders_off_preferred_as_kafka_topics_shows(

@@ -36,7 +36,7 @@ def test_unreachable_cluster_is_one_critical_finding(spark: SparkSession) -> Non
     assert [(f.check, f.severity) for f in d.findings] == [("cluster_unreachable", Severity.CRITICAL)]
     assert d.missing == ["metadata"]
     assert d.summary is None
-    assert d.exit_code() == 2
+    assert d.exit_code() == 4
 
 
 def test_each_unread_part_is_reported_on_its_subject(spark: SparkSession) -> None:

@@ -121,7 +121,7 @@ def test_connect_gives_the_same_findings_as_embedded(
         timeout=600,
         check=False,
     )
-    assert remote.returncode == embedded.exit_code() == 2, remote.stderr[-3000:]
+    assert remote.returncode == embedded.exit_code() == 4, remote.stderr[-3000:]
     over_connect = Diagnosis.model_validate_json(remote.stdout)
     # Every family fired, so every code path ran remotely.
     checks = {f.check for f in embedded.findings}

@@ -372,6 +372,9 @@ def test_cli_dry_run_refusal_execute_and_rollback(
         )
         assert busy.exit_code == 4, busy.output
         assert "not Empty" in busy.output or "Empty" in busy.output
+        # Refused: the reason comes first, and the plan never reads EXECUTING.
+        assert "EXECUTING" not in busy.output, busy.output
+        assert busy.output.index("error:") < busy.output.index("NOT EXECUTED"), busy.output
         assert not save.exists()
         active.pop().close()
         wait_members(admin, group, members=False)
@@ -387,6 +390,8 @@ def test_cli_dry_run_refusal_execute_and_rollback(
             app, [*base, "--topic", topic, "--to-latest", "--execute", "--save-to", str(save)]
         )
         assert twice.exit_code == 4, twice.output
+        assert "new file name" in twice.output and "request id" not in twice.output, twice.output
+        assert "EXECUTING" not in twice.output, twice.output
         assert committed(admin, group) == {(topic, 0): 0, (topic, 1): 0}
 
         preview = runner.invoke(app, [*base, "--from-file", str(save)])

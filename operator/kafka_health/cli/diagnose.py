@@ -1,8 +1,9 @@
 """`kafka-health diagnose`: one diagnosis of a cluster, no Kubernetes needed.
 
 collect (Kafka admin) → optionally append to a history → Spark checks → table, JSON or HTML.
-Exit code: 0 healthy, 1 warnings, 2 critical; 3 when the command itself could not run
-(bad option value, unreadable snapshot file, Spark failure).
+Exit codes: 0 healthy, 1 warnings, 4 critical; 2 a usage error (click's: unknown option, bad
+option value, conflicting options); 3 the command could not run (unreadable snapshot file,
+Spark failure). An unreachable cluster is a critical finding (4), not a failure of the command.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from typing import Annotated
 
 import typer
 
+from kafka_health.cli import quiet
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health_spark.thresholds import ThresholdError, Thresholds, parse_overrides
 
-FAILED = 3
+HEALTHY, WARNINGS, USAGE, FAILED, CRITICAL = 0, 1, 2, 3, 4
 
 
 class Output(StrEnum):
@@ -111,16 +113,36 @@ def diagnose(
         list[str] | None,
         typer.Option("--threshold", "-t", help="Override a threshold: NAME=VALUE (repeatable)."),
     ] = None,
+    verbose: quiet.Verbose = False,
+    log_file: quiet.LogFile = None,
 ) -> None:
-    """Read a Kafka cluster, run the Spark checks, print the findings. Exit: 0 healthy, 1 warnings, 2 critical."""
+    """Read a Kafka cluster, run the Spark checks, print the findings.
+
+    Exit codes: 0 healthy, 1 warnings, 4 critical (an unreachable cluster is critical);
+    2 usage error; 3 the command could not run (unreadable snapshot, Spark failure).
+    """
     if (bootstrap_servers is None) == (snapshot_file is None):
-        raise _fail("give exactly one of --bootstrap-servers or --snapshot")
+        raise typer.BadParameter(
+            "give exactly one of --bootstrap-servers or --snapshot", param_hint="--bootstrap-servers"
+        )
     if spark_master and spark_remote:
-        raise _fail("give at most one of --spark-master and --spark-remote")
+        raise typer.BadParameter(
+            "give at most one of --spark-master and --spark-remote", param_hint="--spark-remote"
+        )
+    if output is Output.html:
+        try:
+            from kafka_health.report import html  # noqa: F401
+        except ImportError as exc:
+            raise _fail(
+                f"-o html needs the report extra ({exc.name} is missing): "
+                "pip install 'kafka-health-operator[report]'"
+            ) from exc
     try:
         thresholds = Thresholds().with_overrides(parse_overrides(threshold or []))
     except ThresholdError as exc:
-        raise _fail(str(exc)) from exc
+        raise typer.BadParameter(str(exc), param_hint="--threshold") from exc
+    log = quiet.start(verbose, log_file)
+    see_log = f" (details: {log})" if log else ""
 
     if snapshot_file is not None:
         try:
@@ -131,13 +153,15 @@ def diagnose(
             snapshot = snapshot.model_copy(update={"cluster": cluster})
     else:
         assert bootstrap_servers is not None
-        snapshot = collect(bootstrap_servers, cluster or bootstrap_servers)
+        with quiet.progress(f"reading {bootstrap_servers}"):
+            snapshot = collect(bootstrap_servers, cluster or bootstrap_servers)
     if save_snapshot is not None:
         save_snapshot.write_text(snapshot.model_dump_json(indent=2))
     if history is not None and record and snapshot.reachable:
         from kafka_health.history.store import HistoryStore
 
-        result = HistoryStore(history).append(snapshot)
+        with quiet.progress(f"appending to {history}"):
+            result = HistoryStore(history).append(snapshot)
         if result.skipped:
             typer.secho(f"history: not appended ({result.skipped})", err=True)
 
@@ -145,10 +169,12 @@ def diagnose(
     from kafka_health_spark.session import get_session
 
     try:
-        spark = get_session(master=spark_master, remote=spark_remote, driver_memory=spark_driver_memory)
-        diagnosis = run_diagnosis(snapshot, history, thresholds, spark)
+        with quiet.progress("starting Spark"):
+            spark = get_session(master=spark_master, remote=spark_remote, driver_memory=spark_driver_memory)
+        with quiet.progress("diagnosing" + (f" (reading {history})" if history else "")):
+            diagnosis = run_diagnosis(snapshot, history, thresholds, spark)
     except Exception as exc:  # Spark reports JVM and connection errors as many types
-        raise _fail(f"the diagnosis failed: {type(exc).__name__}: {exc}") from exc
+        raise _fail(f"the diagnosis failed: {type(exc).__name__}: {exc}{see_log}") from exc
 
     text = render(diagnosis, output)
     if out is not None:

@@ -5,12 +5,18 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from kafka_health._kits.paths import state_root
+
+
+class LogFormat(StrEnum):
+    text = "text"
+    json = "json"
 
 
 def operator(
@@ -46,7 +52,9 @@ def operator(
             help="Peering priority; the highest live replica acts, the others stand by (default: random)."
         ),
     ] = None,
-    log_format: Annotated[str, typer.Option(help="text or json (structured).")] = "text",
+    log_format: Annotated[
+        LogFormat, typer.Option(help="text (for humans) or json (one object per line).")
+    ] = LogFormat.text,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
     kubeconfig: Annotated[
         str | None,
@@ -63,8 +71,6 @@ def operator(
         )
     if not re.fullmatch(r"[1-9][0-9]*[kmgt]", spark_driver_memory.lower()):
         raise typer.BadParameter("a JVM memory size such as 1g or 1536m", param_hint="--spark-driver-memory")
-    if log_format not in ("text", "json"):
-        raise typer.BadParameter("text or json", param_hint="--log-format")
     settings = OperatorSettings(
         history_dir=history_dir or state_root() / "history",
         work_dir=Path(os.environ.get("KAFKA_HEALTH_WORK_DIR", str(default_work_dir()))),
@@ -82,7 +88,7 @@ def operator(
         peering=peering,
         standalone=standalone,
         priority=priority if priority is not None else secrets.randbelow(1_000_000) + 1,
-        log_format=log_format,
+        log_format=log_format.value,
         verbose=verbose,
         kubeconfig=kubeconfig if kubeconfig and Path(kubeconfig).exists() else None,
     )

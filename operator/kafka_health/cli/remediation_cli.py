@@ -26,6 +26,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
+from kafka_health.cli import quiet
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
 from kafka_health.models.policy import OffsetResetRequest, format_duration
 from kafka_health.models.snapshot import ClusterSnapshot, ConsumerGroup, Partition
@@ -96,14 +97,17 @@ def elect_leaders(
     ] = 50,
     execute: Execute = False,
     output: OutputOpt = Output.table,
+    verbose: quiet.Verbose = False,
+    log_file: quiet.LogFile = None,
 ) -> None:
     """Preferred leader election, like `kafka-leader-election --election-type PREFERRED`.
 
     Only partitions whose preferred replica (the first replica) is alive, in the ISR and not the
     leader are elected, in batches; each batch is checked again live before it is sent.
 
-    Exit codes: 0 done, 1 some partition failed, 3 could not run.
+    Exit codes: 0 done, 1 some partition failed, 2 usage error, 3 could not run.
     """
+    quiet.start(verbose, log_file)
     from kafka_health.remediate.leader_election import ElectionStatus, execute_election
 
     with _admin(bootstrap_servers) as admin:
@@ -249,14 +253,13 @@ def _echo_offset_changes(group: str, changes: Iterable[OffsetChange], *, unknown
     )
 
 
-def _print_plan(plan: OffsetResetPlan, output: Output, execute: bool) -> None:
+def _print_plan(plan: OffsetResetPlan, output: Output, what: str) -> None:
+    """The plan under a header that says what happens to it: EXECUTING, DRY RUN or NOT EXECUTED."""
     if output is Output.json:
+        typer.echo(plan.model_dump_json(indent=2))
         return
     when = f" (offsets at {plan.timestamp.isoformat()})" if plan.timestamp else ""
-    typer.echo(
-        f"Offset reset of group {plan.group}, strategy {plan.strategy}{when}, "
-        f"{'EXECUTING' if execute else 'DRY RUN (use --execute to reset)'}:"
-    )
+    typer.echo(f"Offset reset of group {plan.group}, strategy {plan.strategy}{when}, {what}:")
     _echo_offset_changes(
         plan.group,
         [(e.topic, e.partition, e.current, e.target, e.note) for e in plan.entries],
@@ -309,15 +312,18 @@ def reset_offsets(
         ),
     ] = None,
     output: OutputOpt = Output.table,
+    verbose: quiet.Verbose = False,
+    log_file: quiet.LogFile = None,
 ) -> None:
     """Reset a consumer group's offsets, like `kafka-consumer-groups --reset-offsets`.
 
     Only while the group is Empty; targets clamped to [log start, log end]; the offsets before
     the reset are saved to a file first (`--from-file` restores them).
 
-    Exit codes: 0 done, 1 some partition failed, 3 could not run, 4 refused (group not Empty,
-    --save-to file exists).
+    Exit codes: 0 done, 1 some partition failed, 2 usage error, 3 could not run, 4 refused
+    (group not Empty, --save-to file exists).
     """
+    quiet.start(verbose, log_file)
     strategies = sum(
         [
             to_earliest,
@@ -368,27 +374,35 @@ def reset_offsets(
             plan, live_group = plan_live(admin, request, now)
         except AdminCallError as exc:
             raise _fail(f"cannot read the cluster: {exc}") from None
-        _print_plan(plan, output, execute)
-        if not plan.executable:
-            if output is Output.json:
-                typer.echo(plan.model_dump_json(indent=2))
-            raise _fail("; ".join([*plan.problems, *plan.missing][:10]) or "a partition has no target")
-        busy = _not_empty(live_group)
-        if busy:
-            if output is Output.json:
-                typer.echo(plan.model_dump_json(indent=2))
-            raise _fail(busy, REFUSED)
-        if not execute:
-            if output is Output.json:
-                typer.echo(plan.model_dump_json(indent=2))
-            return
         path = save_to or Path(f"{group}-offsets-{now.strftime('%Y%m%dT%H%M%SZ')}.json")
+        # Refusals first, then the plan for reference: a refused reset never reads "EXECUTING".
+        refusal: tuple[str, int] | None = None
+        if not plan.executable:
+            refusal = ("; ".join([*plan.problems, *plan.missing][:10]) or "a partition has no target", FAILED)
+        elif busy := _not_empty(live_group):
+            refusal = (busy, REFUSED)
+        elif execute and path.exists():
+            refusal = (_save_to_exists(path), REFUSED)
+        if refusal is not None:
+            typer.secho(f"error: {refusal[0]}", fg=typer.colors.RED, err=True)
+            _print_plan(plan, output, "NOT EXECUTED")
+            raise typer.Exit(refusal[1])
+        _print_plan(plan, output, "EXECUTING" if execute else "DRY RUN (use --execute to reset)")
+        if not execute:
+            return
         store = FileStore(path)
         outcome = apply_offset_reset(admin, store, plan, saved_name=str(path))
-    _report(outcome, output)
+    _report(outcome, output, path)
 
 
-def _report(outcome: Any, output: Output) -> None:
+def _save_to_exists(path: Path) -> str:
+    return (
+        f"{path} already exists (it may hold the offsets before an earlier reset): nothing changed; "
+        "give --save-to a new file name"
+    )
+
+
+def _report(outcome: Any, output: Output, save_to: Path | None = None) -> None:
     from kafka_health.remediate.offset_reset import ResetState
 
     if output is Output.json:
@@ -414,6 +428,8 @@ def _report(outcome: Any, output: Output) -> None:
                 nl=False,
             )
         typer.echo(outcome.message)
+    if outcome.state is ResetState.ALREADY_APPLIED and save_to is not None:
+        raise _fail(_save_to_exists(save_to), REFUSED)  # created between the check and the reset
     if outcome.state in (ResetState.NOT_EMPTY, ResetState.ALREADY_APPLIED):
         raise _fail(outcome.message, REFUSED)
     if outcome.state is ResetState.FAILED:
@@ -433,19 +449,24 @@ def _rollback(bootstrap: str, group: str, path: Path, execute: bool, output: Out
             entries = rollback_plan(admin, saved)
         except AdminCallError as exc:
             raise _fail(f"cannot read the group: {exc}") from None
+        busy = _not_empty(live_group)
+        if busy:
+            typer.secho(f"error: {busy}", fg=typer.colors.RED, err=True)
         if output is Output.table:
+            what = (
+                "NOT EXECUTED" if busy else "EXECUTING" if execute else "DRY RUN (use --execute to restore)"
+            )
             typer.echo(
-                f"Roll back group {saved.group} to the offsets saved at {saved.taken_at.isoformat()} in {path}, "
-                f"{'EXECUTING' if execute else 'DRY RUN (use --execute to restore)'}:"
+                f"Roll back group {saved.group} to the offsets saved at {saved.taken_at.isoformat()} "
+                f"in {path}, {what}:"
             )
             _echo_offset_changes(
                 saved.group,
                 [(e.topic, e.partition, e.before, e.target, e.note) for e in entries],
                 unknown_target="-",
             )
-        busy = _not_empty(live_group)
         if busy:
-            raise _fail(busy, REFUSED)
+            raise typer.Exit(REFUSED)
         if not execute:
             if output is Output.json:
                 typer.echo(json.dumps([e.model_dump(mode="json") for e in entries], indent=2))

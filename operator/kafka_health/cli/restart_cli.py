@@ -11,7 +11,7 @@ timeout), pause, next broker; halts on the first failure without touching anothe
 then a preferred leader election for the restarted brokers (--no-elect to skip).
 
 Exit: 0 done (dry run: the first broker may restart now); 1 halted, failed or (dry run) the
-first broker may not restart now; 3 the command could not run.
+first broker may not restart now; 2 usage error (click's); 3 the command could not run.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Annotated
 
 import typer
 
+from kafka_health.cli import quiet
 from kafka_health.models.policy import (
     BrokerIdMapping,
     BrokerIdSource,
@@ -108,8 +109,15 @@ def restart(
         typer.Option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig (default: in-cluster)."),
     ] = None,
     request_id: Annotated[str | None, typer.Option("--id", help="An id for this roll (messages).")] = None,
+    verbose: quiet.Verbose = False,
+    log_file: quiet.LogFile = None,
 ) -> None:
-    """Rolling broker restart, one at a time, with the operator's safety rules. Dry run unless --execute."""
+    """Rolling broker restart, one at a time, with the operator's safety rules. Dry run unless --execute.
+
+    Exit codes: 0 done (dry run: the first broker may restart now); 1 halted, failed, or (dry run)
+    the first broker may not restart now; 2 usage error; 3 could not run.
+    """
+    quiet.start(verbose, log_file)
     if (statefulset is None) == (selector is None):
         raise _fail("give exactly one of --statefulset or --selector")
     ids = _parse_brokers(brokers)

@@ -89,7 +89,7 @@ def collect_snapshot(
         snap.missing.extend(part[1])
     if not safety_only:
         snap.missing.extend(
-            Missing(part=f"log_dirs:{b.id}", reason="broker is not registered (unfenced) in the metadata")
+            Missing(part=f"log_dirs:{b.id}", reason=f"broker is {b.state}: it answers no log-dir request")
             for b in snap.brokers
             if not b.alive
         )

@@ -125,10 +125,11 @@ class Diagnosis(BaseModel):
         return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
 
     def exit_code(self) -> int:
-        """0 healthy, 1 warnings, 2 critical (the `diagnose` CLI contract)."""
+        """0 healthy, 1 warnings, 4 critical (the `diagnose` CLI contract: 2 is click's usage
+        error and 3 a command that could not run, as in every `kafka-health` command)."""
         worst = self.worst
         if worst is Severity.CRITICAL:
-            return 2
+            return 4
         if worst is Severity.WARNING:
             return 1
         return 0

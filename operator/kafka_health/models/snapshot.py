@@ -29,6 +29,14 @@ class Broker(_Model):
         ),
     )
 
+    @property
+    def state(self) -> str:
+        """In words: `alive`; `fenced` (registered, but stopped, paused or without a session: what
+        KRaft does to a stopped broker); else `not in the cluster metadata`."""
+        if self.alive:
+            return "alive"
+        return "fenced" if self.fenced else "not in the cluster metadata"
+
 
 class QuorumVoter(_Model):
     id: int

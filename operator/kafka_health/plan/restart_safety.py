@@ -110,12 +110,12 @@ def check_restart_safety(
         blockers.append(
             Blocker(rule="unknown_broker", message=f"broker {broker} is not in the cluster metadata")
         )
-    down = sorted(b.id for b in snapshot.brokers if not b.alive)
+    down = sorted((b for b in snapshot.brokers if not b.alive), key=lambda b: b.id)
     if down:
         blockers.append(
             Blocker(
                 rule="one_at_a_time",
-                message=f"broker(s) {', '.join(map(str, down))} not registered: one broker at a time",
+                message=f"{', '.join(f'broker {b.id} {b.state}' for b in down)}: one broker at a time",
             )
         )
 

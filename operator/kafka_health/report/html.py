@@ -141,7 +141,7 @@ def render(diagnosis: Diagnosis) -> str:
     return template.render(
         d=diagnosis,
         counts={k.value: v for k, v in counts(diagnosis).items()},
-        verdict={0: "healthy", 1: "warnings", 2: "critical"}[diagnosis.exit_code()],
+        verdict={0: "healthy", 1: "warnings", 4: "critical"}[diagnosis.exit_code()],
         rows=[(f, subject_label(f)) for f in diagnosis.findings],
         plots=plots,
     )

@@ -6,7 +6,7 @@ from collections import Counter
 
 from kafka_health.models.findings import Diagnosis, Finding, Severity, SubjectKind
 
-_VERDICT = {0: "healthy", 1: "warnings", 2: "critical"}
+_VERDICT = {0: "healthy", 1: "warnings", 4: "critical"}
 
 
 def subject_label(f: Finding) -> str:

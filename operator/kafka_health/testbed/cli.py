@@ -14,7 +14,10 @@ from kafka_health.testbed import distribution
 from kafka_health.testbed.cluster import DEFAULT_BASE_PORT, Testbed, TestbedError
 from kafka_health.testbed.controlplane import ControlPlane, ControlPlaneError
 
-app = typer.Typer(help="A local real Apache Kafka KRaft cluster (and Kubernetes control plane) on 127.0.0.1.")
+app = typer.Typer(
+    help="A local real Apache Kafka KRaft cluster (and Kubernetes control plane) on 127.0.0.1.",
+    rich_markup_mode=None,
+)
 
 StateDir = Annotated[
     Path | None,
