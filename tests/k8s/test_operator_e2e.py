@@ -103,12 +103,10 @@ def test_policy_becomes_healthy_within_two_intervals_and_shows_columns(
     assert status["observedGeneration"] == get(cp, "khp", e2e_ns, "healthy")["metadata"]["generation"]
 
     table = kubectl(cp, "get", "khp", "-n", e2e_ns, "healthy").stdout.splitlines()
-    assert table[0].split() == ["NAME", "HEALTH", "FINDINGS", "REMEDIATION", "MODE", "AGE"]
-    assert table[1].split()[:4] == ["healthy", "Healthy", "0", "Observe"] or table[1].split()[:3] == [
-        "healthy",
-        "Healthy",
-        "0",
-    ]
+    assert table[0].split() == ["NAME", "READY", "HEALTH", "FINDINGS", "MODE", "AGE"]
+    assert table[1].split()[:5] == ["healthy", "True", "Healthy", "0", "Observe"]
+    wide = kubectl(cp, "get", "khp", "-n", e2e_ns, "healthy", "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == ["NAME", "READY", "HEALTH", "FINDINGS", "REMEDIATION", "MODE", "AGE"]
 
     # lastTransitionTime is kept while the condition does not change.
     ready_since = condition(status, "Ready")["lastTransitionTime"]
@@ -322,6 +320,25 @@ def test_deleting_a_policy_stops_its_work(
     cycles_after = operator.cycles(e2e_ns, "short-lived")
     time.sleep(INTERVAL_S + 2)
     assert operator.cycles(e2e_ns, "short-lived") == cycles_after == 0
+
+
+def test_a_policy_with_kopfs_default_finalizer_is_migrated_and_still_deletable(
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str
+) -> None:
+    """Policies created by earlier versions carry Kopf's default finalizer: the operator puts its
+    own (kafkahealth.io/finalizer) in place and drops the old one, so deletion still completes."""
+    cp = k8s_control_plane
+    old = policy(e2e_ns, "migrated", bootstrap)
+    old["metadata"]["finalizers"] = ["kopf.zalando.org/KopfFinalizerMarker"]
+    apply(cp, old)
+
+    def finalizers() -> list[str]:
+        return list(get(cp, "khp", e2e_ns, "migrated")["metadata"].get("finalizers") or [])
+
+    wait_for(lambda: finalizers() == ["kafkahealth.io/finalizer"], timeout=60, what="finalizer migrated")
+    kubectl(cp, "delete", "khp", "-n", e2e_ns, "migrated", "--wait=true", "--timeout=60s")
+    gone = kubectl(cp, "get", "khp", "-n", e2e_ns, "migrated", check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr
 
 
 def test_two_replicas_never_both_act(

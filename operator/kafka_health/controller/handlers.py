@@ -25,9 +25,17 @@ log = logging.getLogger(__name__)
 
 DEFAULT_INTERVAL_S = 60.0
 
+FINALIZER = f"{GROUP}/finalizer"
+"""Held while a policy's daemon runs, so deleting the policy first stops its work."""
+LEGACY_FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
+"""Kopf's default name, which earlier versions of the operator set: removed from every policy
+(once the new one is in place, or when the policy is being deleted), else such a policy could
+never be deleted."""
+
 
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    settings.persistence.finalizer = FINALIZER
     # Progress and diff-base in annotations: status is ours alone (and structurally pruned).
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="kopf.kafkahealth.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -41,6 +49,24 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # cluster-wide RBAC): Kopf finds the resource through API discovery instead.
     if not rt_mod.current().settings.clusterwide:
         settings.scanning.disabled = True
+
+
+def _has_legacy_finalizer(body: kopf.Body, **_: Any) -> bool:
+    return LEGACY_FINALIZER in (body.metadata.get("finalizers") or [])
+
+
+@kopf.on.event(GROUP, VERSION, PLURAL, when=_has_legacy_finalizer)
+async def drop_legacy_finalizer(body: kopf.Body, name: str, namespace: str | None, **_: Any) -> None:
+    """Migrate a policy from Kopf's default finalizer to ours: drop the old one once ours holds
+    the policy (Kopf adds it for the daemon), or at once when the policy is being deleted (its
+    daemon is stopped by then, or never started)."""
+    finalizers = list(body.metadata.get("finalizers") or [])
+    if FINALIZER not in finalizers and not body.metadata.get("deletionTimestamp"):
+        return  # wait for Kopf to add ours: the policy is never left without a finalizer
+    assert namespace is not None
+    k8s = rt_mod.current().k8s
+    if await asyncio.to_thread(k8s.remove_policy_finalizer, namespace, name, LEGACY_FINALIZER, finalizers):
+        log.info("%s/%s: removed the legacy finalizer %s", namespace, name, LEGACY_FINALIZER)
 
 
 def _interval_seconds(spec: dict[str, Any]) -> float:
@@ -159,9 +185,7 @@ def _report(worker: PolicyWorker, body: kopf.Body, outcome: Any, duration: float
         return
     metrics.LAST_SUCCESS.labels(ns, name).set(time.time())
     metrics.HEALTHY.labels(ns, name).set(1 if diagnosis.exit_code() == 0 else 0)
-    for labels in list(metrics.FINDINGS._metrics):
-        if labels[:2] == (ns, name):
-            metrics.FINDINGS.remove(*labels)
+    metrics.remove_series([metrics.FINDINGS], ns, name)
     counts: dict[tuple[str, str], int] = {}
     for f in diagnosis.findings:
         counts[(f.check, f.severity.value)] = counts.get((f.check, f.severity.value), 0) + 1

@@ -158,6 +158,27 @@ class K8s:
         except ApiException as exc:
             raise _wrap(f"status of KafkaHealthPolicy {namespace}/{name}", exc) from None
 
+    def remove_policy_finalizer(
+        self, namespace: str, name: str, finalizer: str, finalizers: list[str]
+    ) -> bool:
+        """Remove `finalizer` from the policy, as long as it still sits where `finalizers` (the list
+        last seen) has it: a JSON patch with a test, so a concurrent change of the list is never
+        overwritten. False when the policy is gone or its list changed (the next event retries)."""
+        index = finalizers.index(finalizer)
+        body = [
+            {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
+            {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+        ]
+        try:
+            self.custom.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, body, _content_type="application/json-patch+json"
+            )
+        except ApiException as exc:
+            if exc.status in (404, 409, 422):
+                return False
+            raise _wrap(f"finalizers of KafkaHealthPolicy {namespace}/{name}", exc) from None
+        return True
+
     def read_policy(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The policy as stored now (None when deleted): the freshest status, newer than a watch event."""
         try:

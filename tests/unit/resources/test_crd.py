@@ -57,6 +57,8 @@ def test_names_scope_and_subresources() -> None:
     spec = crd()["spec"]
     assert spec["group"] == "kafkahealth.io" and spec["scope"] == "Namespaced"
     assert spec["names"]["kind"] == "KafkaHealthPolicy" and spec["names"]["shortNames"] == ["khp"]
+    # A category is a name `kubectl get` expands; it must not be another product's resource name.
+    assert spec["names"]["categories"] == ["kafkahealth"]
     (version,) = spec["versions"]
     assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
     assert version["subresources"] == {"status": {}}
@@ -151,10 +153,14 @@ def test_cel_rules_have_cost_bounds() -> None:
 
 def test_printer_columns_point_at_fields_of_the_schema() -> None:
     names = [c["name"] for c in PRINTER_COLUMNS]
-    assert names == ["Health", "Findings", "Remediation", "Mode", "Age"]
+    assert names == ["Ready", "Health", "Findings", "Remediation", "Mode", "Age"]
+    assert [c["name"] for c in PRINTER_COLUMNS if c.get("priority", 0) > 0] == ["Remediation"]
     for column in PRINTER_COLUMNS:
         path = column["jsonPath"]
         if path == ".metadata.creationTimestamp":
+            continue
+        if column["name"] == "Ready":
+            assert path == '.status.conditions[?(@.type=="Ready")].status'
             continue
         node = at(path)
         assert node["type"] == column["type"], path
