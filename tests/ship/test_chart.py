@@ -208,6 +208,8 @@ def test_metrics_service_and_service_monitor(helm_bin: str) -> None:
     sm = one(objs, "ServiceMonitor")
     assert sm["metadata"]["labels"]["release"] == "prom"
     assert sm["spec"]["endpoints"][0]["port"] == "http-metrics"
+    # The series' `namespace` is the policy's: Prometheus must not rename it exported_namespace.
+    assert sm["spec"]["endpoints"][0]["honorLabels"] is True
     assert sm["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
     assert not find(render(), "ServiceMonitor")
 

@@ -37,16 +37,8 @@ def exposed_names() -> dict[str, str]:
 
 def label_names() -> set[str]:
     names: set[str] = {"le"}
-    for metric in (
-        metrics.FINDINGS,
-        metrics.CYCLE_SECONDS,
-        metrics.LAST_SUCCESS,
-        metrics.HEALTHY,
-        metrics.DEGRADED,
-        metrics.REMEDIATIONS,
-        metrics.CLIENT_PROCESS_RESTARTS,
-    ):
-        names.update(metric._labelnames)
+    for labels in metrics.LABELS.values():
+        names.update(labels)
     return names
 
 

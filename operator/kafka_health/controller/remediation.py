@@ -31,6 +31,7 @@ from kafka_health.models.policy import (
     OffsetResetResult,
     RequestState,
     RollingRestartResult,
+    WithheldReason,
     append_history,
 )
 from kafka_health.models.snapshot import ClusterSnapshot
@@ -110,7 +111,23 @@ def decide(
     decision = plan(ctx)
     groups = {r.id: r.group for r in spec.remediation.offset_resets.requests or []}
     new_status = apply_decision(status, decision, now=now, generation=policy.generation, groups=groups)
+    count_held(policy, status, new_status)
     return decision, new_status
+
+
+def count_held(policy: PolicyRef, before: KafkaHealthPolicyStatus, after: KafkaHealthPolicyStatus) -> None:
+    """kafka_health_remediations for what did not run: an action that starts being withheld
+    (`dry_run` when DryRun mode is the reason, else `withheld`), once per action, id and reason
+    rather than every cycle it stays held; and a request that becomes Blocked."""
+    held = {(w.action, w.id, w.reason) for w in before.withheld or []}
+    for w in after.withheld or []:
+        if (w.action, w.id, w.reason) not in held:
+            result = "dry_run" if w.reason is WithheldReason.DRY_RUN else "withheld"
+            metrics.count_remediation(policy.namespace, policy.name, w.action.value, result)
+    blocked_before = {r.id for r in before.offset_resets or [] if r.state is RequestState.BLOCKED}
+    for r in after.offset_resets or []:
+        if r.state is RequestState.BLOCKED and r.id not in blocked_before:
+            metrics.count_remediation(policy.namespace, policy.name, ActionType.OFFSET_RESET.value, "blocked")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -231,9 +248,9 @@ def _elect(
     ctx.on_event(
         "Normal" if ok else "Warning", "ElectionSucceeded" if ok else "ElectionFailed", outcome.summary()
     )
-    metrics.REMEDIATIONS.labels(
+    metrics.count_remediation(
         policy.namespace, policy.name, action.action.value, "succeeded" if ok else "failed"
-    ).inc()
+    )
     return out
 
 
@@ -281,7 +298,8 @@ def _reset_offsets(
     state = result.state.value
     kind = "Normal" if state in ("Succeeded", "Waiting") else "Warning"
     ctx.on_event(kind, f"OffsetReset{state}", f"{action.id}: {outcome.message}")
-    metrics.REMEDIATIONS.labels(policy.namespace, policy.name, action.action.value, state.lower()).inc()
+    if result.state.terminal:  # Waiting (group not Empty) acted on nothing: status says why
+        metrics.count_remediation(policy.namespace, policy.name, action.action.value, state.lower())
     return out
 
 
@@ -418,9 +436,7 @@ def _halt(
         policy.generation,
     )
     ctx.on_event("Warning", "RollHalted", f"{current.id}: {message}")
-    metrics.REMEDIATIONS.labels(
-        policy.namespace, policy.name, ActionType.ROLLING_RESTART.value, "failed"
-    ).inc()
+    metrics.count_remediation(policy.namespace, policy.name, ActionType.ROLLING_RESTART.value, "failed")
     release_lock(cluster_key(ctx.spec.cluster, ctx.snapshot), policy.key)
 
 
@@ -551,8 +567,6 @@ def _resume_roll(
     _end_roll(out, current, result, ActionOutcome.SUCCEEDED, ctx, policy)
     out.remediation_summary = (result.message or "rolling restart done")[:256]
     ctx.on_event("Normal", "RollSucceeded", f"{current.id}: {result.message}")
-    metrics.REMEDIATIONS.labels(
-        policy.namespace, policy.name, ActionType.ROLLING_RESTART.value, "succeeded"
-    ).inc()
+    metrics.count_remediation(policy.namespace, policy.name, ActionType.ROLLING_RESTART.value, "succeeded")
     release_lock(key, policy.key)
     return out

@@ -1,8 +1,16 @@
-"""Prometheus metrics of the operator: one registry, names documented in docs/observability.md."""
+"""Prometheus metrics of the operator: one registry, names documented in docs/observability.md.
+
+Names follow Prometheus' rules: the unit as a suffix (`_seconds`), counters exposed as `_total`
+(prometheus_client appends it), no label in a name. Label sets are read back through the public
+collector API (`collect()`), never prometheus_client's private attributes.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.metrics import MetricWrapperBase
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -37,9 +45,14 @@ DEGRADED = Gauge(
     ["namespace", "policy"],
     registry=REGISTRY,
 )
+RESULTS = ("succeeded", "failed", "blocked", "withheld", "dry_run")
+"""The `result` label of REMEDIATIONS: an action that ran (succeeded, failed); a one-shot request
+given up without acting (blocked); an action a guardrail started to hold back (withheld), or that
+DryRun mode planned without running (dry_run), counted once when it starts being held."""
+
 REMEDIATIONS = Counter(
     "kafka_health_remediations",
-    "Remediation actions by type and result (succeeded, failed, withheld, dry_run).",
+    "Remediation actions by type and result (succeeded, failed, blocked, withheld, dry_run).",
     ["namespace", "policy", "action", "result"],
     registry=REGISTRY,
 )
@@ -56,9 +69,47 @@ def serve(port: int, addr: str = "0.0.0.0") -> None:  # noqa: S104 - the metrics
     start_http_server(port, addr=addr, registry=REGISTRY)
 
 
+LABELS: dict[str, tuple[str, ...]] = {
+    "kafka_health_findings": ("namespace", "policy", "check", "severity"),
+    "kafka_health_cycle_duration_seconds": ("namespace", "policy", "outcome"),
+    "kafka_health_last_success_timestamp_seconds": ("namespace", "policy"),
+    "kafka_health_healthy": ("namespace", "policy"),
+    "kafka_health_degraded": ("namespace", "policy"),
+    "kafka_health_remediations": ("namespace", "policy", "action", "result"),
+    "kafka_health_client_process_restarts": ("reason",),
+}
+"""Each family's label names, in the order the metric was declared with."""
+
+
+def count_remediation(namespace: str, policy: str, action: str, result: str) -> None:
+    """One remediation outcome; `result` is one of RESULTS (docs/observability.md)."""
+    if result not in RESULTS:
+        raise ValueError(f"remediation result {result!r} is not one of {RESULTS}")
+    REMEDIATIONS.labels(namespace, policy, action, result).inc()
+
+
+def label_sets(metric: MetricWrapperBase) -> set[tuple[str, ...]]:
+    """The label values of every child of `metric`, read through `collect()`."""
+    out: set[tuple[str, ...]] = set()
+    for family in metric.collect():
+        names = LABELS[family.name]
+        for sample in family.samples:
+            out.add(tuple(sample.labels[n] for n in names))
+    return out
+
+
+def remove_series(metrics: Iterable[MetricWrapperBase], namespace: str, policy: str, **match: str) -> None:
+    """Remove every child of `metrics` labelled with this policy (and `match`, when given)."""
+    for metric in metrics:
+        family = next(iter(metric.collect())).name
+        names = LABELS[family]
+        for values in label_sets(metric):
+            labels = dict(zip(names, values, strict=True))
+            wanted = {"namespace": namespace, "policy": policy, **match}
+            if all(labels.get(k) == v for k, v in wanted.items()):
+                metric.remove(*values)
+
+
 def forget_policy(namespace: str, policy: str) -> None:
     """Drop every series of a deleted policy so dashboards don't show ghosts."""
-    for metric in (FINDINGS, LAST_SUCCESS, HEALTHY, DEGRADED, CYCLE_SECONDS, REMEDIATIONS):
-        for labels in list(metric._metrics):  # prometheus_client keeps children keyed by label values
-            if labels[:2] == (namespace, policy):
-                metric.remove(*labels)
+    remove_series((FINDINGS, LAST_SUCCESS, HEALTHY, DEGRADED, CYCLE_SECONDS, REMEDIATIONS), namespace, policy)
