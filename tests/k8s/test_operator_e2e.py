@@ -30,6 +30,7 @@ from tests.k8s.operator_process import (
     kubectl,
     wait_status,
 )
+from tests.observability_doc import documented_families, documented_values
 from tests.unit.resources.bad_specs import BAD_SPECS
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
@@ -339,6 +340,47 @@ def test_a_policy_with_kopfs_default_finalizer_is_migrated_and_still_deletable(
     kubectl(cp, "delete", "khp", "-n", e2e_ns, "migrated", "--wait=true", "--timeout=60s")
     gone = kubectl(cp, "get", "khp", "-n", e2e_ns, "migrated", check=False)
     assert gone.returncode != 0 and "NotFound" in gone.stderr
+
+
+def test_metrics_after_real_cycles_are_exactly_the_documented_ones(
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str
+) -> None:
+    """Scrape /metrics after real cycles (a diagnosed policy, a DryRun one with a plan held back,
+    an unreachable one): every family, label and label value is one docs/observability.md names."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    cp = k8s_control_plane
+    apply(cp, policy(e2e_ns, "scraped", bootstrap))
+    apply(cp, policy(e2e_ns, "scraped-dry", bootstrap, remediation={"mode": "DryRun"}))
+    apply(cp, policy(e2e_ns, "scraped-down", "127.0.0.1:1"))
+    for name in ("scraped", "scraped-dry"):
+        wait_status(cp, e2e_ns, name, lambda s: "lastDiagnosis" in s, timeout=90, what=f"{name} diagnosed")
+    wait_for(
+        lambda: 'policy="scraped-down"' in operator.metrics(),
+        timeout=180,
+        what="the unreachable one's series",
+    )
+    families = documented_families()
+    values = documented_values()
+    seen: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(operator.metrics()):
+        if not family.name.startswith("kafka_health"):
+            continue  # prometheus_client's own process_/python_ collectors
+        exposed = family.name + ("_total" if family.type == "counter" else "")
+        if exposed not in families and family.name.endswith("_created"):
+            # `_created` of a counter or histogram (documented as "also `_created`")
+            base = family.name.removesuffix("_created")
+            exposed = base + "_total" if base + "_total" in families else base
+        assert exposed in families, f"{exposed} is not in docs/observability.md"
+        for sample in family.samples:
+            labels = {k: v for k, v in sample.labels.items() if k != "le"}
+            assert set(labels) == families[exposed], (exposed, labels)
+            for label, value in labels.items():
+                if label in values:
+                    assert value in values[label], f"{exposed}{{{label}={value!r}}} is not documented"
+                seen.setdefault(label, set()).add(value)
+    assert "ok" in seen["outcome"], seen
+    assert {"scraped", "scraped-dry", "scraped-down"} <= seen["policy"], seen
 
 
 def test_two_replicas_never_both_act(
