@@ -1,8 +1,15 @@
 """The one SparkSession of a process: embedded `local[*]`, a Spark cluster, or Spark Connect.
 
 A cold session costs ~10 s, so every diagnosis in a process reuses the same one. The settings
-suit small, frequent jobs: few shuffle partitions, no UI, UTC session time (history timestamps
-are UTC), Spark's own logging reduced to errors on stderr.
+suit small, frequent jobs (measured with bench/diagnose_bench.py, docs/diagnostics.md
+"Performance"):
+- a code-generation cache large enough for a whole cycle: one diagnosis generates about 300
+  classes and Spark's default cache keeps 100, so with the default every warm cycle compiled
+  ~290 classes again with Janino (a third of the driver's CPU);
+- adaptive query execution off: re-planning each stage costs more than it saves on tables of
+  thousands of rows, and fewer jobs run (58 → 34 per cycle);
+- few shuffle partitions, no UI, UTC session time (history timestamps are UTC), Spark's own
+  logging reduced to errors on stderr.
 """
 
 from __future__ import annotations
@@ -14,6 +21,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+DEFAULT_SHUFFLE_PARTITIONS = 2
+# Static: applies when this process starts the JVM (a Spark cluster's driver is this process too).
+CODEGEN_CACHE_ENTRIES = "4096"
 
 
 class SessionConflictError(RuntimeError):
@@ -29,7 +39,7 @@ def get_session(
     master: str | None = None,
     remote: str | None = None,
     app_name: str = "kafka-health",
-    shuffle_partitions: int = 4,
+    shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS,
     driver_memory: str = "1g",
     conf: dict[str, str] | None = None,
 ) -> SparkSession:
@@ -44,6 +54,7 @@ def get_session(
     runtime = {
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
+        "spark.sql.adaptive.enabled": "false",
         # A snapshot becomes one Spark partition per Arrow batch: 100k rows keeps a 1M-partition
         # cluster at 10 tasks per scan instead of 100.
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
@@ -71,6 +82,7 @@ def get_session(
         .config("spark.driver.memory", driver_memory)
         .config("spark.driver.extraJavaOptions", log4j)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.codegen.cache.maxEntries", CODEGEN_CACHE_ENTRIES)
     )
     for key, value in runtime.items():
         builder = builder.config(key, value)

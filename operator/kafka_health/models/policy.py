@@ -644,37 +644,6 @@ class Checks(_Model):
     quorum: QuorumCheck = section(QuorumCheck, "KRaft quorum health and missing brokers.")
 
 
-class SparkSpec(_Model):
-    """Where the diagnostics run. Neither master nor remote: embedded local[*]."""
-
-    cel_rules = (
-        CelRule("!(has(self.master) && has(self.remote))", "set master or remote, not both", ".remote"),
-    )
-
-    master: str | None = Field(
-        None,
-        max_length=256,
-        description="Spark master URL, e.g. 'local[4]' or 'spark://host:7077'. Absent: local[*].",
-    )
-    remote: (
-        Annotated[str, Text(r"^sc://\S+$", "a Spark Connect URL, e.g. 'sc://spark-connect:15002'", 256)]
-        | None
-    ) = Field(None, description="Spark Connect URL (sc://host:port) for large fleets.")
-    shuffle_partitions: int = Field(
-        4, ge=1, le=10_000, description="spark.sql.shuffle.partitions (small is faster on small clusters)."
-    )
-
-    @model_validator(mode="after")
-    def _one(self) -> SparkSpec:
-        if self.master is not None and self.remote is not None:
-            raise _fail(self.cel_rules[0])
-        return self
-
-    @property
-    def effective_master(self) -> str | None:
-        return None if self.remote else (self.master or "local[*]")
-
-
 class DiagnosticsSpec(_Model):
     """How often and how deeply the cluster is diagnosed."""
 
@@ -686,7 +655,6 @@ class DiagnosticsSpec(_Model):
         10, ge=0, le=MAX_TOP_FINDINGS, description="How many of the worst findings status.topFindings shows."
     )
     checks: Checks = section(Checks, "Per-check toggles and thresholds.")
-    spark: SparkSpec = section(SparkSpec, "Spark settings for the diagnosis.")
 
 
 # --------------------------------------------------------------------------------------------

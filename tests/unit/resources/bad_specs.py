@@ -47,7 +47,6 @@ FULL: dict[str, Any] = {
         "interval": "30s",
         "historyRetention": "72h",
         "checks": {"diskUsage": {"warningPercent": 70, "criticalPercent": 85}, "quorum": {"enabled": False}},
-        "spark": {"remote": "sc://spark-connect:15002"},
     },
     "remediation": {
         "mode": "Enforce",
@@ -329,11 +328,6 @@ BAD_SPECS: list[BadSpec] = [
         "broker id from a label without naming the label",
         _with("cluster.brokerPods", {"statefulSet": "kafka", "brokerId": {"source": "Label"}}),
         "spec.cluster.brokerPods.brokerId.label",
-    ),
-    BadSpec(
-        "Spark master and Spark Connect both set",
-        _with("diagnostics.spark", {"master": "local[2]", "remote": "sc://s:15002"}),
-        "spec.diagnostics.spark.remote",
     ),
     BadSpec(
         "disk warning above critical",

@@ -61,8 +61,17 @@ def test_defaults_are_safe() -> None:
     spec = KafkaHealthPolicySpec.model_validate({"cluster": {"bootstrapServers": ["k:9092"]}})
     assert spec.remediation.mode is Mode.OBSERVE
     assert spec.remediation.rolling_restart.require_maintenance_window is True
-    assert spec.diagnostics.spark.effective_master == "local[*]"
     assert spec.remediation.rate_limits.rolling_restart.max_actions == 2
+
+
+def test_spark_settings_are_the_operators_not_a_policys() -> None:
+    """Spark runs one session per process (one master, one JVM): a per-policy setting could
+    not be honoured, so the field is gone and a spec that still sets it is refused by name."""
+    with pytest.raises(ValidationError) as err:
+        KafkaHealthPolicySpec.model_validate(
+            {"cluster": {"bootstrapServers": ["k:9092"]}, "diagnostics": {"spark": {"master": "local[2]"}}}
+        )
+    assert "spark" in str(err.value)
 
 
 def test_fields_use_camel_case_on_the_wire() -> None:
