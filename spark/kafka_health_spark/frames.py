@@ -51,6 +51,9 @@ def spark_schema(schema: pa.Schema) -> T.StructType:
 SNAPSHOT_SCHEMAS: dict[str, T.StructType] = {n: spark_schema(s) for n, s in tables.SCHEMAS.items()}
 HISTORY_SCHEMAS: dict[str, T.StructType] = {n: spark_schema(s) for n, s in HISTORY_TABLES.items()}
 # The Hive partition columns of the history layout; `date` stays a string (ISO dates sort as text).
+# A changed partition's state before the window is its last record within this much before it
+# (the history writes every partition on the first snapshot of each day).
+PRIOR_STATE_LOOKBACK = timedelta(days=1)
 PARTITION_COLUMNS = [T.StructField("cluster", T.StringType()), T.StructField("date", T.StringType())]
 
 
@@ -97,6 +100,18 @@ def read_history(
         & (F.col("ts") >= F.lit(since))
         & (F.col("ts") < F.lit(until))
     ).select(*schema.names)
+
+
+# Rows of a history table with `since <= ts < until`: read from Parquet (`parquet_reader`) or from
+# windows kept in memory between cycles (`kafka_health_spark.windows.HistoryWindows.past`).
+PastRows = Callable[[str, datetime, datetime], DataFrame]
+
+
+def parquet_reader(spark: SparkSession, root: str, cluster: str) -> PastRows:
+    def read(table: str, since: datetime, until: datetime) -> DataFrame:
+        return read_history(spark, root, table, cluster, since, until)
+
+    return read
 
 
 @dataclass(frozen=True)
@@ -169,9 +184,7 @@ def current_samples(frames: dict[str, DataFrame], now: datetime) -> dict[str, Da
     }
 
 
-def _partition_changes(
-    spark: SparkSession, root: str, cluster: str, since: datetime, now: datetime, current: DataFrame
-) -> DataFrame:
+def _partition_changes(past: PastRows, since: datetime, now: datetime, current: DataFrame) -> DataFrame:
     """The partition states a flapping check needs: for each partition with records in the
     window, its state before `since`, its records in [since, now], and its current state.
 
@@ -183,9 +196,9 @@ def _partition_changes(
     window is not seen: one change, never a flap on its own.) A record at `now` both in the
     history and in `current` is the same state twice, which is no transition.
     """
-    window = read_history(spark, root, "partition_state", cluster, since, now + timedelta(microseconds=1))
+    window = past("partition_state", since, now + timedelta(microseconds=1))
     changed = window.select("topic", "partition").distinct()
-    before = read_history(spark, root, "partition_state", cluster, since - timedelta(days=1), since)
+    before = past("partition_state", since - PRIOR_STATE_LOOKBACK, since)
     prior = (
         before.join(changed, ["topic", "partition"], "left_semi")
         .groupBy("topic", "partition")
@@ -195,30 +208,44 @@ def _partition_changes(
     return prior.unionByName(window).unionByName(current.join(changed, ["topic", "partition"], "left_semi"))
 
 
+def spans(thresholds: Thresholds) -> dict[str, timedelta]:
+    """How far back each history table is read, at most (the longest window over it)."""
+    recent = timedelta(minutes=thresholds.window_minutes)
+    return {
+        "partition_state": recent + PRIOR_STATE_LOOKBACK,
+        "broker_samples": timedelta(hours=thresholds.disk_growth_window_hours),
+        "group_samples": max(recent, timedelta(hours=thresholds.offsets_retention_hours)),
+        "group_offset_samples": recent,
+    }
+
+
 def build_frames(
     spark: SparkSession,
     snapshot: ClusterSnapshot,
     history_root: str | None,
     thresholds: Thresholds,
+    *,
+    past: PastRows | None = None,
 ) -> Frames:
-    """The snapshot and its history windows as DataFrames (history_root None: the snapshot alone)."""
+    """The snapshot and its history windows as DataFrames. The windows come from `past` (rows
+    kept in memory), else from the Parquet history under `history_root`; with neither, the
+    snapshot alone."""
     now = tables.utc(snapshot.taken_at)
     arrow = tables.snapshot_tables(snapshot)
     snap = {name: to_frame(spark, arrow[name], SNAPSHOT_SCHEMAS[name]) for name in arrow}
     current = current_samples(snap, now)
+    if past is None and history_root is not None:
+        past = parquet_reader(spark, history_root, snapshot.cluster)
 
     def window(table: str, span: timedelta, sample: DataFrame) -> DataFrame:
-        if history_root is None:
+        if past is None:
             return sample
-        past = read_history(spark, history_root, table, snapshot.cluster, now - span, now)
-        return past.unionByName(sample)
+        return past(table, now - span, now).unionByName(sample)
 
     recent = timedelta(minutes=thresholds.window_minutes)
     partition_state = (
-        _partition_changes(
-            spark, history_root, snapshot.cluster, now - recent, now, current["partition_state"]
-        )
-        if history_root is not None
+        _partition_changes(past, now - recent, now, current["partition_state"])
+        if past is not None
         else empty_frame(spark, HISTORY_SCHEMAS["partition_state"])
     )
     return Frames(

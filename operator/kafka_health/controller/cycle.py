@@ -42,6 +42,7 @@ from kafka_health.report.status import CycleOutcome, Problem, status_after_cycle
 
 if TYPE_CHECKING:
     from kafka_health.controller.roll_driver import RollDriver
+    from kafka_health_spark.windows import HistoryWindows
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ class PolicyWorker:
     last_diagnosis: Diagnosis | None = None
     busy: bool = False  # a cycle abandoned mid-way still runs in its thread
     roll: RollDriver | None = None
+    windows: HistoryWindows | None = None
+    """The history windows kept in Spark between cycles (read from Parquet once)."""
     status_lock: threading.RLock = field(default_factory=threading.RLock)
     """Held for every read-modify-write of the policy's status (cycle and roll driver alike)."""
 
@@ -78,6 +81,8 @@ class PolicyWorker:
 
     def close(self) -> None:
         self.stop_roll()
+        if self.windows is not None:
+            self.windows.invalidate()
         if self.admin is not None:
             self.admin.close()
             self.admin = None
@@ -140,25 +145,37 @@ class PolicyWorker:
                 ),
             )
         store = HistoryStore(rt.settings.history_dir)
-        store.append(snapshot)
-        self._maintain(store, spec, snapshot.taken_at)
+        written = store.append(snapshot)
+        spark = rt.spark()
+        if self.windows is None:
+            from kafka_health_spark.windows import HistoryWindows
+
+            self.windows = HistoryWindows(spark, str(rt.settings.history_dir), self.cluster_name)
+        self.windows.record(written.tables, snapshot.taken_at)
+        if self._maintain(store, spec, snapshot.taken_at):
+            self.windows.invalidate()  # retention and compaction rewrote the files: read them again
         diagnosis = run_diagnosis(
-            snapshot, rt.settings.history_dir, thresholds_for(spec.diagnostics.checks), rt.spark()
+            snapshot,
+            rt.settings.history_dir,
+            thresholds_for(spec.diagnostics.checks),
+            spark,
+            windows=self.windows,
         )
         diagnosis = _only_enabled(diagnosis, spec)
         diagnosis = with_roll_consequence(diagnosis, spec.remediation.rolling_restart.never_safe_partitions)
         return CycleOutcome(diagnosis=diagnosis, remediation_blockers=tuple(blockers))
 
-    def _maintain(self, store: HistoryStore, spec: KafkaHealthPolicySpec, now: datetime) -> None:
-        """Hourly: drop history past its retention and compact the day's small files."""
+    def _maintain(self, store: HistoryStore, spec: KafkaHealthPolicySpec, now: datetime) -> bool:
+        """Hourly: drop history past its retention and compact the day's small files (True: it ran)."""
         if self.last_maintenance is not None and now - self.last_maintenance < MAINTENANCE_EVERY:
-            return
+            return False
         self.last_maintenance = now
         keep = parse_duration(str(spec.diagnostics.history_retention))
         started = time.monotonic()
         store.apply_retention(max(1, int(keep.total_seconds() // 86400)), now, cluster=self.cluster_name)
         store.compact(self.cluster_name)
         log.info("history maintenance of %s took %.2fs", self.cluster_name, time.monotonic() - started)
+        return True
 
     # ------------------------------------------------------------------ after the diagnosis
     def finish_cycle(

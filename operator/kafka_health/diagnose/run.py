@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
@@ -20,6 +21,9 @@ from kafka_health_spark.runner import run_checks
 from kafka_health_spark.summary import summarize
 from kafka_health_spark.thresholds import Thresholds
 
+if TYPE_CHECKING:
+    from kafka_health_spark.windows import HistoryWindows
+
 
 def run_diagnosis(
     snapshot: ClusterSnapshot,
@@ -28,16 +32,24 @@ def run_diagnosis(
     spark: SparkSession,
     *,
     with_summary: bool = True,
+    windows: HistoryWindows | None = None,
 ) -> Diagnosis:
     """Every check over `snapshot` (and the history under `history_root`, if any), plus a finding
-    for each part the snapshot could not read. Without metadata nothing is diagnosed."""
+    for each part the snapshot could not read. Without metadata nothing is diagnosed.
+
+    `windows` (the operator's, per policy) serves the history windows from memory; they are
+    read from `history_root` only when they hold nothing yet."""
     started = time.monotonic()
     t = thresholds or Thresholds()
     findings = missing_findings(snapshot.missing)
     summary = None
     if snapshot.reachable:
         root = str(history_root) if history_root is not None else None
-        frames = build_frames(spark, snapshot, root, t)
+        past = None
+        if windows is not None:
+            windows.prepare(t, snapshot.taken_at)
+            past = windows.past
+        frames = build_frames(spark, snapshot, root, t, past=past)
         findings += run_checks(frames, t)
         summary = summarize(frames) if with_summary else None
     return Diagnosis(

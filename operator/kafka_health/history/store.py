@@ -33,6 +33,8 @@ class AppendResult:
     """What one append wrote: rows per table, and why nothing was written if so."""
 
     rows: dict[str, int] = field(default_factory=dict)
+    # The rows themselves (only tables that got rows): what an in-memory window folds in.
+    tables: dict[str, pa.Table] = field(default_factory=dict, repr=False)
     full_state: bool = False  # partition_state got every partition (first snapshot of the day)
     skipped: str | None = None
 
@@ -73,6 +75,7 @@ class HistoryStore:
             for name, table in tables.items():
                 result.rows[name] = table.num_rows
                 if table.num_rows:
+                    result.tables[name] = table
                     path = layout.date_dir(self.root, name, cluster, ts.date()) / layout.part_name(ts)
                     layout.write_parquet(table, path)
             if diff is not None and (diff.changed or diff.removed or previous is None):

@@ -1,0 +1,167 @@
+"""History windows kept in memory between cycles equal the windows read back from Parquet.
+
+A property test over many random cycles: partitions change leader and ISR, groups come, go
+and change members, brokers die and come back, cycles are irregular (some cross midnight, so
+the store writes a day's full partition state), the store's maintenance compacts and drops
+old dates now and then (the windows read Parquet again), and the thresholds change once (new
+spans). After every other cycle (and each reload) each window a diagnosis reads is compared, row for row, with the
+same window read from Parquet; at a few cycles the whole diagnosis is compared too.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from kafka_health.diagnose.run import run_diagnosis
+from kafka_health.history.store import HistoryStore
+from kafka_health.models.snapshot import (
+    Broker,
+    ClusterSnapshot,
+    ConsumerGroup,
+    GroupOffset,
+    LogDir,
+    Partition,
+    PartitionOffsets,
+)
+from kafka_health_spark.frames import PRIOR_STATE_LOOKBACK, read_history, spans
+from kafka_health_spark.thresholds import Thresholds
+from kafka_health_spark.windows import WINDOW_TABLES, HistoryWindows
+
+CLUSTER = "prop"
+START = datetime(2026, 3, 1, 22, 30, tzinfo=UTC)
+SMALL = Thresholds(window_minutes=10, disk_growth_window_hours=1, offsets_retention_hours=2)
+OTHER = Thresholds(window_minutes=20, disk_growth_window_hours=2, offsets_retention_hours=1)
+
+
+def _snapshot(rng: random.Random, ts: datetime, offsets: dict[tuple[str, int], int]) -> ClusterSnapshot:
+    alive = [b for b in range(4) if rng.random() > 0.15]
+    parts = []
+    for topic, count in (("orders", 4), ("payments", 3)):
+        for p in range(count):
+            replicas = [(p + i) % 4 for i in range(3)]
+            isr = [r for r in replicas if r in alive and rng.random() > 0.1] or replicas[:1]
+            leader = rng.choice(isr) if rng.random() > 0.05 else None
+            parts.append(Partition(topic=topic, partition=p, leader=leader, replicas=replicas, isr=isr))
+            offsets[(topic, p)] = offsets.get((topic, p), 0) + rng.randrange(0, 50)
+    groups = []
+    for gid in ("billing", "audit", "search"):
+        if rng.random() < 0.2:
+            continue  # the group is gone this cycle
+        state = rng.choice(["Stable", "Stable", "Empty", "PreparingRebalance"])
+        members = [f"{gid}-{i}" for i in range(rng.randrange(0, 3))]
+        groups.append(
+            ConsumerGroup(
+                group_id=gid,
+                state=state,
+                members=len(members),
+                member_ids=members,
+                offsets=[
+                    GroupOffset(
+                        topic="orders",
+                        partition=p,
+                        committed_offset=max(0, offsets[("orders", p)] - rng.randrange(0, 80)),
+                    )
+                    for p in range(rng.randrange(1, 4))
+                ],
+            )
+        )
+    return ClusterSnapshot(
+        cluster=CLUSTER,
+        taken_at=ts,
+        brokers=[Broker(id=b, host="10.0.0.1", port=9092 + b, alive=True) for b in alive],
+        partitions=parts,
+        offsets=[
+            PartitionOffsets(topic=t, partition=p, log_start_offset=0, log_end_offset=o)
+            for (t, p), o in sorted(offsets.items())
+        ],
+        groups=groups,
+        log_dirs=[
+            LogDir(broker_id=b, path="/d", used_bytes=1000 + rng.randrange(0, 500), total_bytes=10_000)
+            for b in alive
+        ],
+    )
+
+
+def _rows(df: DataFrame) -> list[tuple[object, ...]]:
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+def _assert_windows_equal(
+    spark: SparkSession, root: str, windows: HistoryWindows, t: Thresholds, now: datetime
+) -> None:
+    reads = {table: (now - span, now) for table, span in spans(t).items()}
+    recent = now - timedelta(minutes=t.window_minutes)
+    # The reads build_frames makes besides the spans: the window proper and the prior state.
+    extra = [
+        ("partition_state", recent, now + timedelta(microseconds=1)),
+        ("partition_state", recent - PRIOR_STATE_LOOKBACK, recent),
+        ("group_samples", recent, now),
+    ]
+    for table, since, until in [(tb, s, u) for tb, (s, u) in reads.items()] + extra:
+        kept = _rows(windows.past(table, since, until))
+        stored = _rows(read_history(spark, root, table, CLUSTER, since, until))
+        assert kept == stored, f"{table} [{since}, {until}) differs after the cycle at {now}"
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_windows_kept_in_memory_equal_windows_read_from_parquet(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, seed: int
+) -> None:
+    rng = random.Random(seed)
+    root = tmp_path_factory.mktemp("windows")
+    store = HistoryStore(root)
+    windows = HistoryWindows(spark, str(root), CLUSTER)
+    offsets: dict[tuple[str, int], int] = {}
+    now = START
+    t = SMALL
+    cycles = 16
+    for cycle in range(cycles):
+        now += timedelta(seconds=rng.choice([30, 60, 90, 240, 600]))
+        snap = _snapshot(rng, now, offsets)
+        written = store.append(snap)
+        windows.record(written.tables, now)
+        if cycle % 6 == 5:  # the worker's hourly maintenance: files rewritten, windows read again
+            store.compact(CLUSTER)
+            store.apply_retention(1, now, cluster=CLUSTER)
+            windows.invalidate()
+        if cycle == cycles // 2:
+            t = OTHER  # the policy's thresholds changed: new spans
+        windows.prepare(t, now)
+        if cycle % 2 or cycle % 6 == 5 or cycle == cycles // 2:
+            _assert_windows_equal(spark, str(root), windows, t, now)
+        if cycle in (4, cycles - 1):
+            from_memory = run_diagnosis(snap, root, t, spark, with_summary=False, windows=windows)
+            from_parquet = run_diagnosis(snap, root, t, spark, with_summary=False)
+            assert from_memory.findings == from_parquet.findings
+            assert from_memory.findings, "the random cluster has findings to compare"
+    assert windows.loads >= 3, "maintenance and the new thresholds made the windows read Parquet again"
+
+
+def test_windows_read_parquet_once_and_then_fold_cycles_in(spark: SparkSession, tmp_path: Path) -> None:
+    rng = random.Random(7)
+    store = HistoryStore(tmp_path)
+    windows = HistoryWindows(spark, str(tmp_path), CLUSTER)
+    offsets: dict[tuple[str, int], int] = {}
+    now = START
+    for _ in range(6):
+        now += timedelta(seconds=60)
+        written = store.append(_snapshot(rng, now, offsets))
+        windows.record(written.tables, now)
+        windows.prepare(SMALL, now)
+    assert windows.loads == 1
+    # Only the span is kept: samples older than the window are gone from memory.
+    kept = windows.past("group_offset_samples", START - timedelta(days=1), now)
+    oldest = kept.agg(F.min(F.unix_micros("ts"))).first()
+    span_start = now - spans(SMALL)["group_offset_samples"]
+    assert oldest is not None and oldest[0] >= int(span_start.timestamp() * 1_000_000)
+    for table in WINDOW_TABLES:
+        assert windows.past(table, START, now + timedelta(seconds=1)).count() > 0
