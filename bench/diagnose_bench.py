@@ -13,6 +13,18 @@ engine in its own process, so cold start and peak memory are that engine's alone
   100 ms; "over base" subtracts the RSS before the engine started (the snapshot itself).
 Both engines run every check over the same inputs; their finding counts per check must agree.
 The summary for plots (`with_summary`) is left out on both sides.
+
+    .venv/bin/python bench/diagnose_bench.py --mode operator --sizes 10k   # what the operator does
+
+Operator mode does what a policy's worker does, cycle after cycle: a new snapshot each cycle
+(the synthetic cluster drifts: a broker dies, another keeps leaving ISRs, leaders flap, lag
+grows), appended to the history store (after --history-minutes of history written the same
+way), then diagnosed with the summary, the driver at the operator's default memory (1g). Side by
+side in one run: `spark` (this engine: windows kept in memory, settings of `session.py`),
+`spark-before` (the engine before issue 10: windows read from Parquet every cycle, Spark's
+default code-generation cache, AQE on, 4 shuffle partitions) and `duckdb` (the reference,
+reading Parquet). Per engine: the first cycle, the median warm diagnosis and cycle (append +
+diagnosis), CPU seconds per warm cycle (the process and its JVM), and peak RSS.
 """
 
 from __future__ import annotations
@@ -20,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -135,6 +148,141 @@ def worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+BEFORE_CONF = {
+    "spark.sql.codegen.cache.maxEntries": "100",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.shuffle.partitions": "4",
+}
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its children (Spark's JVM) so far."""
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += sum(child.cpu_times()[:2])
+    return total
+
+
+def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
+    import tempfile
+
+    from kafka_health.history.store import HistoryStore
+    from kafka_health_spark.thresholds import Thresholds
+
+    shape = synthetic.Shape(size, args.interval)
+    root = Path(tempfile.mkdtemp(prefix="kh-operator-bench-"))
+    store = HistoryStore(root)
+    history = args.history_minutes * 60 // args.interval
+    first = shape.samples - history - args.cycles + 1
+    for k in range(first, first + history):
+        store.append(synthetic.snapshot(shape, k))
+    thresholds = Thresholds()
+    base = PeakRss.now()
+    peak = PeakRss()
+    t0 = time.perf_counter()
+    if engine.startswith("spark"):
+        from kafka_health.diagnose import run_diagnosis
+        from kafka_health_spark.session import get_session
+        from kafka_health_spark.windows import HistoryWindows
+
+        before = engine == "spark-before"
+        spark = get_session(
+            master="local[2]", driver_memory=args.driver_memory_operator, conf=BEFORE_CONF if before else None
+        )
+        windows = None if before else HistoryWindows(spark, str(root), synthetic.CLUSTER)
+
+        def diagnose(snap: Any, written: Any) -> dict[str, int]:
+            if windows is not None:
+                windows.record(written.tables, snap.taken_at)
+            d = run_diagnosis(snap, root, thresholds, spark, with_summary=True, windows=windows)
+            assert d.summary is not None and d.summary.partitions == size
+            return spark_counts(d.findings)
+
+    else:
+        import duckdb
+
+        from duckdb_checks import diagnose as duck
+
+        con = duckdb.connect()
+
+        def diagnose(snap: Any, written: Any) -> dict[str, int]:
+            return duck(con, snap, str(root), thresholds)
+
+    started = time.perf_counter()
+    rows = []
+    for k in range(first + history, shape.samples + 1):
+        snap = synthetic.snapshot(shape, k)  # what collect would return: not timed
+        c0, w0 = cpu_seconds(), time.perf_counter()
+        written = store.append(snap)
+        w1 = time.perf_counter()
+        counts = diagnose(snap, written)
+        w2 = time.perf_counter()
+        rows.append(
+            {"append_s": w1 - w0, "diagnose_s": w2 - w1, "cpu_s": cpu_seconds() - c0, "counts": counts}
+        )
+    peak_rss = peak.stop()
+    warm = rows[1:]
+    return {
+        "engine": engine,
+        "size": size,
+        "start_s": started - t0,
+        "first_s": rows[0]["append_s"] + rows[0]["diagnose_s"],
+        "diagnose_s": [r["diagnose_s"] for r in warm],
+        "cycle_s": [r["append_s"] + r["diagnose_s"] for r in warm],
+        "cpu_s": [r["cpu_s"] for r in warm],
+        "peak_mib": peak_rss / 2**20,
+        "base_mib": base / 2**20,
+        "counts": rows[-1]["counts"],
+    }
+
+
+def run_operator_mode(args: argparse.Namespace, sizes: list[int]) -> None:
+    print(
+        f"operator mode: {args.cycles} cycles every {args.interval} s after {args.history_minutes} min of history; "
+        f"driver {args.driver_memory_operator}; load before: {os.getloadavg()[0]:.2f}"
+    )
+    results = []
+    for size in sizes:
+        by_engine = {}
+        for engine in args.engines.split(","):
+            r = run_worker(f"operator:{engine}", size, args)
+            if "failed" in r:
+                print(f"  {size:>9,} {engine:<12} FAILED: {r['failed']}", flush=True)
+                continue
+            by_engine[engine] = r
+            results.append(r)
+            print(
+                f"  {size:>9,} {engine:<12} (load {os.getloadavg()[0]:4.1f}) first {r['first_s']:6.2f} s  "
+                f"diagnose {statistics.median(r['diagnose_s']):6.2f} s  cycle {statistics.median(r['cycle_s']):6.2f} s  "
+                f"cpu {statistics.median(r['cpu_s']):5.2f} s  peak {r['peak_mib']:6.0f} MiB",
+                flush=True,
+            )
+        spark, duck = by_engine.get("spark"), by_engine.get("duckdb")
+        if spark and duck:
+            ratio = statistics.median(spark["diagnose_s"]) / statistics.median(duck["diagnose_s"])
+            same = spark["counts"] == duck["counts"]
+            print(f"  {size:>9,} spark / duckdb warm diagnosis: {ratio:.1f}x; engines agree: {same}")
+            if not same:
+                diff = {
+                    k: (spark["counts"].get(k), duck["counts"].get(k))
+                    for k in set(spark["counts"]) | set(duck["counts"])
+                    if spark["counts"].get(k) != duck["counts"].get(k)
+                }
+                print(f"  !! engines disagree on {size}: {diff}")
+    print()
+    print(
+        f"{'partitions':>10}  {'engine':<13}{'first':>8}{'diagnose':>10}{'cycle':>9}{'cpu/cycle':>11}{'peak RSS':>11}"
+    )
+    for r in results:
+        print(
+            f"{r['size']:>10,}  {r['engine']:<13}{r['first_s']:>6.2f} s{statistics.median(r['diagnose_s']):>8.2f} s"
+            f"{statistics.median(r['cycle_s']):>7.2f} s{statistics.median(r['cpu_s']):>9.2f} s{r['peak_mib']:>7.0f} MiB"
+        )
+    print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+
+
 def data_dir(args: argparse.Namespace, size: int) -> Path:
     return Path(args.data_dir) / f"{size}-{args.interval}s"
 
@@ -179,6 +327,12 @@ def run_worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, An
         driver_memory(args.driver_memory, size),
         "--shuffle-partitions",
         str(args.shuffle_partitions),
+        "--cycles",
+        str(args.cycles),
+        "--history-minutes",
+        str(args.history_minutes),
+        "--driver-memory-operator",
+        args.driver_memory_operator,
         *[f"--spark-conf={kv}" for kv in args.spark_conf],
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -217,12 +371,27 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="extra Spark setting (repeatable)",
     )
+    p.add_argument("--mode", choices=["engines", "operator"], default="engines")
+    p.add_argument("--cycles", type=int, default=8, help="operator mode: cycles run (the first is cold)")
+    p.add_argument("--history-minutes", type=int, default=60, help="operator mode: history before the cycles")
+    p.add_argument(
+        "--driver-memory-operator", default="1g", help="operator mode: driver memory (the operator's default)"
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args()
     sizes = [SIZES.get(s) or int(s) for s in args.sizes.split(",")]
 
     if args.worker:
-        print(json.dumps(worker(args.worker, sizes[0], args)))
+        if args.worker.startswith("operator:"):
+            result = operator_worker(args.worker.split(":", 1)[1], sizes[0], args)
+        else:
+            result = worker(args.worker, sizes[0], args)
+        print(json.dumps(result))
+        return
+    if args.mode == "operator":
+        if args.engines == "spark,duckdb":
+            args.engines = "spark,spark-before,duckdb"
+        run_operator_mode(args, sizes)
         return
 
     print(

@@ -162,9 +162,14 @@ def _offsets(shape: Shape, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     return end, committed, start
 
 
-def snapshot(shape: Shape) -> ClusterSnapshot:
-    """The snapshot being diagnosed (built with model_construct: validation is not what we time)."""
-    state = _state_at(shape, shape.samples)
+def snapshot(shape: Shape, k: int | None = None) -> ClusterSnapshot:
+    """The snapshot at sample k (default: the one being diagnosed, `shape.samples`), built with
+    model_construct: validation is not what we time. Successive k drift as the history does:
+    a broker dies two hours before the end, another keeps leaving ISRs, leaders flap, lag grows."""
+    k = shape.samples if k is None else k
+    taken_at = DAY + timedelta(seconds=k * shape.interval_s)
+    dead_now = k >= shape.samples - 2 * (3600 // shape.interval_s)
+    state = _state_at(shape, k)
     n = shape.partitions
     leaders, reps, isrs = state.leaders, state.replica_lists(np.arange(n)), state.isr_lists(np.arange(n))
     topic_names = [f"topic-{t:06d}" for t in range(shape.topics)]
@@ -178,8 +183,7 @@ def snapshot(shape: Shape) -> ClusterSnapshot:
         )
         for i in range(n)
     ]
-    k = np.array([shape.samples])
-    end, committed, start = _offsets(shape, k)
+    end, committed, start = _offsets(shape, np.array([k]))
     consumed = shape.groups * PARTITIONS_PER_TOPIC
     offsets = [
         PartitionOffsets.model_construct(
@@ -211,11 +215,16 @@ def snapshot(shape: Shape) -> ClusterSnapshot:
         )
     brokers = [
         Broker.model_construct(
-            id=b, host=f"broker-{b}", port=9092, rack=None, alive=b != shape.dead, fenced=b == shape.dead
+            id=b,
+            host=f"broker-{b}",
+            port=9092,
+            rack=None,
+            alive=not (dead_now and b == shape.dead),
+            fenced=dead_now and b == shape.dead,
         )
         for b in range(shape.brokers)
     ]
-    used = _disk_used(shape, np.array([shape.samples]))[0]
+    used = _disk_used(shape, np.array([k]))[0]
     log_dirs = [
         LogDir.model_construct(
             broker_id=b,
@@ -226,7 +235,7 @@ def snapshot(shape: Shape) -> ClusterSnapshot:
             error=None,
         )
         for b in range(shape.brokers)
-        if b != shape.dead
+        if not (dead_now and b == shape.dead)
     ]
     configs = [
         TopicConfig.model_construct(
@@ -239,7 +248,7 @@ def snapshot(shape: Shape) -> ClusterSnapshot:
         )
         for t, name in enumerate(topic_names)
     ]
-    last_ms = int(shape.now.timestamp() * 1000)
+    last_ms = int(taken_at.timestamp() * 1000)
     quorum = Quorum.model_construct(
         leader_id=0,
         leader_epoch=7,
@@ -255,7 +264,7 @@ def snapshot(shape: Shape) -> ClusterSnapshot:
     )
     return ClusterSnapshot.model_construct(
         cluster=CLUSTER,
-        taken_at=shape.now,
+        taken_at=taken_at,
         cluster_id="bench",
         brokers=brokers,
         quorum=quorum,

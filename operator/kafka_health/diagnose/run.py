@@ -7,6 +7,7 @@ Kubernetes, so it runs the same in the operator, the CLI and the tests.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,8 +51,11 @@ def run_diagnosis(
             windows.prepare(t, snapshot.taken_at)
             past = windows.past
         frames = build_frames(spark, snapshot, root, t, past=past)
-        findings += run_checks(frames, t)
-        summary = summarize(frames) if with_summary else None
+        # The summary's few jobs run beside the checks' (Spark schedules concurrent jobs).
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as pool:
+            pending = pool.submit(summarize, frames) if with_summary else None
+            findings += run_checks(frames, t)
+            summary = pending.result() if pending is not None else None
     return Diagnosis(
         cluster=snapshot.cluster,
         taken_at=snapshot.taken_at,
