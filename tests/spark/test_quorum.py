@@ -44,6 +44,7 @@ def test_broker_known_only_as_a_replica_is_missing(spark: SparkSession) -> None:
     )
     (f,) = check_findings(spark, quorum.broker_missing, snap)
     assert f.subject.broker == 3 and f.evidence["replicas"] == 1
+    assert f.evidence["fenced"] is False and "is not registered in the cluster" in f.message
 
 
 def test_broker_seen_in_history_is_missing_even_without_replicas(spark: SparkSession, tmp_path: Path) -> None:
@@ -57,6 +58,9 @@ def test_fenced_broker_is_missing(spark: SparkSession) -> None:
     snap = snapshot(partitions=balanced_topic("t"), broker_list=brokers(0, 2, dead=(1,)))
     (f,) = check_findings(spark, quorum.broker_missing, snap)
     assert f.subject.broker == 1 and f.evidence["replicas"] == 6
+    # A stopped or paused KRaft broker stays registered, fenced: the words say so.
+    assert f.evidence["fenced"] is True
+    assert "Broker 1 is fenced (registered, not serving) but hosts 6 replicas" in f.message
 
 
 def test_voter_unknown_to_a_new_leader_is_lagging(spark: SparkSession) -> None:

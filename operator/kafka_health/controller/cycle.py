@@ -108,6 +108,10 @@ class PolicyWorker:
         try:
             return self._run(spec)
         except Exception as exc:  # a bug or an unexpected client error: report, never crash the daemon
+            if self.runtime.stopping.is_set():
+                # Shutdown stopped Spark under a cycle that was still running: expected, no trace.
+                log.info("cycle of %s/%s abandoned: the operator is stopping", self.namespace, self.name)
+                return CycleOutcome(problem=Problem("CycleFailed", "the operator stopped during the cycle"))
             log.exception("cycle of %s/%s failed", self.namespace, self.name)
             message = redact(f"{exc.__class__.__name__}: {exc}", self.secrets)[:1000]
             return CycleOutcome(problem=Problem("CycleFailed", message))

@@ -33,6 +33,8 @@ class Runtime:
     settings: OperatorSettings
     k8s: K8s
     ready: threading.Event = field(default_factory=threading.Event)
+    stopping: threading.Event = field(default_factory=threading.Event)
+    """Set before Spark stops at shutdown: a cycle still running then fails, and that is no bug."""
     _spark: Any = None
     _spark_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -51,6 +53,7 @@ class Runtime:
             return self._spark
 
     def stop(self) -> None:
+        self.stopping.set()
         with self._spark_lock:
             if self._spark is not None:
                 from kafka_health_spark.session import stop_session

@@ -5,7 +5,9 @@ has not caught up for `quorum_caught_up_seconds`, or the leader has no offset fo
 voter that is down when a new leader is elected); the finding is critical when the voters
 still caught up are no longer a majority (one more failure stops all metadata changes).
 A broker is missing when something still expects it — it hosts replicas, the snapshot lists
-it as not alive, or the history saw it in the window — but it is not registered now.
+it as not alive, or the history saw it in the window — but it does not serve now: either it is
+registered but fenced (a stopped or paused KRaft broker stays registered, fenced by the
+controller), or it is not registered at all.
 """
 
 from __future__ import annotations
@@ -103,7 +105,9 @@ def broker_missing(frames: Frames, t: Thresholds) -> DataFrame:
         expected.join(alive, "broker", "left_anti")
         .join(hosting, "broker", "left")
         .join(seen, "broker", "left")
+        .join(listed.withColumn("fenced", F.lit(True)), "broker", "left")
         .fillna(0, subset=["replicas"])
+        .fillna(False, subset=["fenced"])
     )
     return finding_rows(
         df,
@@ -112,8 +116,11 @@ def broker_missing(frames: Frames, t: Thresholds) -> DataFrame:
         kind=SubjectKind.BROKER,
         broker=F.col("broker"),
         message=F.format_string(
-            "Broker %d is not registered in the cluster but hosts %d replicas%s.",
+            "Broker %d is %s but hosts %d replicas%s.",
             "broker",
+            F.when(F.col("fenced"), F.lit("fenced (registered, not serving)")).otherwise(
+                F.lit("not registered in the cluster")
+            ),
             "replicas",
             F.when(
                 F.col("last_seen_alive").isNotNull(),
@@ -124,6 +131,7 @@ def broker_missing(frames: Frames, t: Thresholds) -> DataFrame:
         ),
         evidence={
             "replicas": F.col("replicas"),
+            "fenced": F.col("fenced"),
             "last_seen_alive": F.date_format("last_seen_alive", "yyyy-MM-dd'T'HH:mm:ss'Z'"),
         },
         remediation=F.format_string("start broker %d (check its process or pod, and its log)", "broker"),

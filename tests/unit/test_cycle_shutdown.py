@@ -1,0 +1,49 @@
+"""A cycle that fails because the operator is stopping (Spark stopped under it) is no bug: it is
+logged without a traceback. Any other failure still logs one."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_health.controller.cycle import PolicyWorker
+from kafka_health.controller.runtime import OperatorSettings, Runtime
+from kafka_health.models.policy import KafkaHealthPolicySpec
+
+SPEC = {"cluster": {"bootstrapServers": ["k:9092"]}}
+
+
+def _worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PolicyWorker:
+    runtime = Runtime(OperatorSettings(history_dir=tmp_path, work_dir=tmp_path), k8s=object())  # type: ignore[arg-type]
+    worker = PolicyWorker(runtime, "ns", "policy")
+
+    def failing(spec: KafkaHealthPolicySpec) -> Any:
+        raise RuntimeError("[CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND] Checkpoint block rdd_1_1 not found!")
+
+    monkeypatch.setattr(worker, "_run", failing)
+    return worker
+
+
+def test_failure_during_shutdown_is_logged_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    worker = _worker(tmp_path, monkeypatch)
+    worker.runtime.stopping.set()
+    with caplog.at_level(logging.INFO, logger="kafka_health.controller.cycle"):
+        outcome = worker.run(SPEC)
+    assert outcome.problem is not None and outcome.problem.reason == "CycleFailed"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert any("the operator is stopping" in r.getMessage() for r in caplog.records)
+
+
+def test_failure_while_running_logs_the_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    worker = _worker(tmp_path, monkeypatch)
+    with caplog.at_level(logging.INFO, logger="kafka_health.controller.cycle"):
+        outcome = worker.run(SPEC)
+    assert outcome.problem is not None and "CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND" in outcome.problem.message
+    assert [r for r in caplog.records if r.levelno == logging.ERROR and r.exc_info]
