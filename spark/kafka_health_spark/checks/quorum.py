@@ -131,7 +131,7 @@ def broker_missing(frames: Frames, t: Thresholds) -> DataFrame:
         ),
         evidence={
             "replicas": F.col("replicas"),
-            "fenced": F.col("fenced"),
+            "fenced": F.col("fenced").cast("int"),
             "last_seen_alive": F.date_format("last_seen_alive", "yyyy-MM-dd'T'HH:mm:ss'Z'"),
         },
         remediation=F.format_string("start broker %d (check its process or pod, and its log)", "broker"),
