@@ -202,7 +202,9 @@ def tool(
 
 @app.command()
 def down(
-    purge: Annotated[bool, typer.Option(help="Also delete data and logs.")] = False,
+    purge: Annotated[
+        bool, typer.Option(help="Also delete data and logs (the nodes are killed, not shut down).")
+    ] = False,
     state_dir: StateDir = None,
 ) -> None:
     """Stop everything the testbed started (pod stand-in, brokers, control plane); no process is left behind."""
