@@ -19,7 +19,7 @@ DOC = (Path(__file__).resolve().parents[2] / "docs" / "observability.md").read_t
 
 def documented_condition_reasons() -> set[str]:
     section = DOC.split("## Status conditions", 1)[1].split("## Events", 1)[0]
-    return set(re.findall(r"^\| `([A-Za-z]+)` \|", section, flags=re.MULTILINE))
+    return set(re.findall(r"^\| `([A-Z][A-Za-z]+)` \|", section, flags=re.MULTILINE))
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kafka_health.collect.connection import ConnectionConfig
 from kafka_health.models.policy import ClusterSpec, SecretKeyRef, SecurityProtocol
+from kafka_health.models.reasons import ProblemReason
 
 ReadSecret = Callable[[str, str, str], str]
 """(namespace, name, key) → value; raises K8sError (status 404) when missing."""
@@ -32,7 +33,7 @@ def _read(read_secret: ReadSecret, namespace: str, ref: SecretKeyRef, field: str
         return read_secret(namespace, ref.name, ref.key)
     except Exception as exc:
         status = getattr(exc, "status", None)
-        reason = "SecretNotFound" if status == 404 else "SecretUnreadable"
+        reason = ProblemReason.SECRET_NOT_FOUND if status == 404 else ProblemReason.SECRET_UNREADABLE
         raise CredentialsError(
             reason,
             f"{field}: cannot read key {ref.key!r} of Secret {namespace}/{ref.name} ({status or exc.__class__.__name__})",

@@ -35,6 +35,7 @@ from kafka_health.models.policy import (
     parse_spec,
     parse_status,
 )
+from kafka_health.models.reasons import ProblemReason
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan import Decision, Verdict
 from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods
@@ -104,17 +105,19 @@ class PolicyWorker:
         try:
             spec = parse_spec(raw_spec)
         except PolicyError as exc:
-            return CycleOutcome(problem=Problem("InvalidSpec", "; ".join(exc.messages)[:2000]))
+            return CycleOutcome(problem=Problem(ProblemReason.INVALID_SPEC, "; ".join(exc.messages)[:2000]))
         try:
             return self._run(spec)
         except Exception as exc:  # a bug or an unexpected client error: report, never crash the daemon
             if self.runtime.stopping.is_set():
                 # Shutdown stopped Spark under a cycle that was still running: expected, no trace.
                 log.info("cycle of %s/%s abandoned: the operator is stopping", self.namespace, self.name)
-                return CycleOutcome(problem=Problem("CycleFailed", "the operator stopped during the cycle"))
+                return CycleOutcome(
+                    problem=Problem(ProblemReason.CYCLE_FAILED, "the operator stopped during the cycle")
+                )
             log.exception("cycle of %s/%s failed", self.namespace, self.name)
             message = redact(f"{exc.__class__.__name__}: {exc}", self.secrets)[:1000]
-            return CycleOutcome(problem=Problem("CycleFailed", message))
+            return CycleOutcome(problem=Problem(ProblemReason.CYCLE_FAILED, message))
 
     def _run(self, spec: KafkaHealthPolicySpec) -> CycleOutcome:
         rt = self.runtime
@@ -142,7 +145,7 @@ class PolicyWorker:
             reason = next((m.reason for m in snapshot.missing if m.part == "metadata"), "no answer")
             return CycleOutcome(
                 problem=Problem(
-                    "KafkaUnreachable",
+                    ProblemReason.KAFKA_UNREACHABLE,
                     redact(f"Cannot read metadata from {conn.bootstrap_servers}: {reason}", self.secrets)[
                         :1000
                     ],

@@ -19,6 +19,7 @@ from kafka_health.controller import runtime as rt_mod
 from kafka_health.controller.cycle import PolicyWorker
 from kafka_health.k8s.client import K8sError
 from kafka_health.models.policy import GROUP, PLURAL, VERSION, parse_duration
+from kafka_health.models.reasons import EventReason
 from kafka_health.report import events, metrics
 
 log = logging.getLogger(__name__)
@@ -198,7 +199,8 @@ def _report(worker: PolicyWorker, body: kopf.Body, outcome: Any, duration: float
     )
     if recovered:
         to_post.insert(
-            0, events.EventSpec("Normal", "Recovered", "The cluster is readable and diagnosed again.")
+            0,
+            events.EventSpec("Normal", EventReason.RECOVERED, "The cluster is readable and diagnosed again."),
         )
     for event in to_post:
         events.post(body, event)

@@ -34,6 +34,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError, core_schema
 
+from kafka_health.models.reasons import RollWaitReason, WithheldReason
+
 GROUP = "kafkahealth.io"
 VERSION = "v1alpha1"
 KIND = "KafkaHealthPolicy"
@@ -1128,13 +1130,28 @@ class FindingSummary(_StatusModel):
     evidence: dict[str, str] | None = Field(None, description="The numbers behind it, as strings.")
 
 
-class RollWaitReason(StrEnum):
-    """Why a roll waits between brokers (the Remediating condition's reason while it does)."""
+class RemediationStep(StrEnum):
+    """status.currentRemediation.step: where the executor in flight is (one enum for every action).
+
+    Rolling restart, per broker: CheckingSafety → DeletingPod → WaitingPodReady →
+    WaitingBrokerRegistered → WaitingUrpZero → Done; WaitingForSafety between brokers when the
+    live re-check refused the next one. Preferred leader election: Electing. Offset reset:
+    ResettingOffsets."""
 
     WAITING_FOR_SAFETY = "WaitingForSafety"
-    """A restart safety rule forbids the next broker (URP, min ISR, quorum, never-safe partitions)."""
-    WAITING_FOR_BROKER_READY = "WaitingForBrokerReady"
-    """A broker pod is not Ready (or terminating): one broker at a time."""
+    """Rolling restart, between brokers: the live re-check refused the next broker; nothing was touched."""
+    CHECKING_SAFETY = "CheckingSafety"
+    DELETING_POD = "DeletingPod"
+    WAITING_POD_READY = "WaitingPodReady"
+    WAITING_BROKER_REGISTERED = "WaitingBrokerRegistered"
+    WAITING_URP_ZERO = "WaitingUrpZero"
+    DONE = "Done"
+    ELECTING = "Electing"
+    RESETTING_OFFSETS = "ResettingOffsets"
+
+
+_LEGACY_STEPS = {"WaitingSafe": RemediationStep.WAITING_FOR_SAFETY}
+"""Step values earlier versions persisted, read as today's (status written before the enum)."""
 
 
 class CurrentRemediation(_StatusModel):
@@ -1143,9 +1160,14 @@ class CurrentRemediation(_StatusModel):
     action: ActionType = Field(description="PreferredLeaderElection, RollingRestart or OffsetReset.")
     id: str = Field(description="The request id (or the plan id for automatic actions).")
     plan_id: str = Field(description="The plan being carried out.")
-    step: str = Field(description="The executor's current step, e.g. 'WaitingPodReady'.")
+    step: RemediationStep = Field(description="The executor's current step, e.g. WaitingPodReady.")
     started_at: AwareDatetime = Field(description="When the action started.")
     step_started_at: AwareDatetime | None = Field(None, description="When the current step started.")
+    step_deadline: AwareDatetime | None = Field(
+        None,
+        description="When the current step times out (a wait of a rolling restart: its timeouts.* counted "
+        "from stepStartedAt); the roll halts if the step has not finished by then.",
+    )
     brokers_planned: list[int] | None = Field(
         None, description="Rolling restart: the brokers to restart, in order."
     )
@@ -1179,7 +1201,12 @@ class CurrentRemediation(_StatusModel):
         None,
         description="Rolling restart: when the last broker became healthy (pauseBetweenBrokers counts from it).",
     )
-    message: str | None = Field(None, description="Details of the step.")
+    message: str | None = Field(None, description="Details of the step (for people: no state is read back from it).")
+
+    @field_validator("step", mode="before")
+    @classmethod
+    def _legacy_step(cls, value: object) -> object:
+        return _LEGACY_STEPS.get(value, value) if isinstance(value, str) else value
 
 
 class PendingPlan(_StatusModel):
@@ -1282,34 +1309,6 @@ class OffsetResetResult(_StatusModel):
     )
     finished_at: AwareDatetime | None = Field(None, description="When it was applied, failed or blocked.")
     message: str | None = Field(None, description="Details.")
-
-
-class WithheldReason(StrEnum):
-    """Why an action did not run. CamelCase, so they double as condition and Event reasons."""
-
-    MODE_OBSERVE = "ModeObserve"
-    DRY_RUN = "DryRun"
-    PAUSED = "Paused"
-    OUTSIDE_MAINTENANCE_WINDOW = "OutsideMaintenanceWindow"
-    AWAITING_APPROVAL = "AwaitingApproval"
-    RATE_LIMITED = "RateLimited"
-    COOLING_DOWN = "CoolingDown"
-    CIRCUIT_BREAKER_OPEN = "CircuitBreakerOpen"
-    CLUSTER_LOCKED = "ClusterLocked"
-    QUEUED = "Queued"
-    OFFLINE_PARTITIONS = "OfflinePartitions"
-    NO_QUORUM_LEADER = "NoQuorumLeader"
-    SNAPSHOT_UNREADABLE = "SnapshotUnreadable"
-    SNAPSHOT_INCOMPLETE = "SnapshotIncomplete"
-    SNAPSHOT_STALE = "SnapshotStale"
-    ROLL_IN_FLIGHT = "RollInFlight"
-    UNSAFE_TO_RESTART = "UnsafeToRestart"
-    PAUSING_BETWEEN_BROKERS = "PausingBetweenBrokers"
-    BROKER_NOT_READY = "BrokerNotReady"
-    NEVER_SAFE_PARTITIONS = "NeverSafePartitions"
-    GROUP_NOT_EMPTY = "GroupNotEmpty"
-    INVALID_REQUEST = "InvalidRequest"
-    NOTHING_TO_DO = "NothingToDo"
 
 
 class WithheldAction(_StatusModel):

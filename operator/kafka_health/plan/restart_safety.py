@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kafka_health.models.reasons import BlockerRule
 from kafka_health.models.snapshot import ClusterSnapshot, Partition, QuorumVoter
 
 MAX_LISTED = 20
@@ -29,10 +30,7 @@ class _Model(BaseModel):
 class Blocker(_Model):
     """One rule that forbids restarting the candidate now."""
 
-    rule: str = Field(
-        description="unknown_broker | one_at_a_time | under_replicated | offline | min_isr | "
-        "min_isr_unknown | never_safe | quorum | quorum_unknown | controller_last | pods_unknown"
-    )
+    rule: BlockerRule = Field(description="The rule (kafka_health.models.reasons.BlockerRule), e.g. min_isr.")
     message: str
     partitions: list[str] = Field(
         default_factory=list, description=f"The first {MAX_LISTED} partitions concerned."
@@ -69,7 +67,7 @@ def _listed(partitions: Iterable[Partition]) -> list[str]:
     return sorted(_name(p) for p in partitions)[:MAX_LISTED]
 
 
-def _block_on(blockers: list[Blocker], rule: str, partitions: list[Partition], message: str) -> None:
+def _block_on(blockers: list[Blocker], rule: BlockerRule, partitions: list[Partition], message: str) -> None:
     """A blocker naming the first of `partitions`; none when the rule found no partition."""
     if partitions:
         blockers.append(Blocker(rule=rule, message=message, partitions=_listed(partitions)))
@@ -108,13 +106,15 @@ def check_restart_safety(
     # Rule 4 (one broker at a time) first: it explains most of what follows when violated.
     if broker not in brokers:
         blockers.append(
-            Blocker(rule="unknown_broker", message=f"broker {broker} is not in the cluster metadata")
+            Blocker(
+                rule=BlockerRule.UNKNOWN_BROKER, message=f"broker {broker} is not in the cluster metadata"
+            )
         )
     down = sorted((b for b in snapshot.brokers if not b.alive), key=lambda b: b.id)
     if down:
         blockers.append(
             Blocker(
-                rule="one_at_a_time",
+                rule=BlockerRule.ONE_AT_A_TIME,
                 message=f"{', '.join(f'broker {b.id} {b.state}' for b in down)}: one broker at a time",
             )
         )
@@ -122,8 +122,13 @@ def check_restart_safety(
     # Rule 1: cluster-wide URP = 0 and no offline partition.
     offline = [p for p in snapshot.partitions if p.leader is None]
     urp = [p for p in snapshot.partitions if len(p.isr) < len(p.replicas)]
-    _block_on(blockers, "offline", offline, f"{len(offline)} offline partition(s)")
-    _block_on(blockers, "under_replicated", urp, f"{len(urp)} under-replicated partition(s) in the cluster")
+    _block_on(blockers, BlockerRule.OFFLINE, offline, f"{len(offline)} offline partition(s)")
+    _block_on(
+        blockers,
+        BlockerRule.UNDER_REPLICATED,
+        urp,
+        f"{len(urp)} under-replicated partition(s) in the cluster",
+    )
 
     # Rule 2: every partition with a replica on the candidate.
     min_isr = {c.topic: c.min_insync_replicas for c in snapshot.topic_configs}
@@ -153,14 +158,14 @@ def check_restart_safety(
             at_min_in_isr.append(p)
     _block_on(
         blockers,
-        "min_isr_unknown",
+        BlockerRule.MIN_ISR_UNKNOWN,
         unknown,
         f"min.insync.replicas unknown for {len(unknown)} partition(s) on broker {broker}",
     )
-    _block_on(blockers, "min_isr", below, f"{len(below)} partition(s) under min ISR")
+    _block_on(blockers, BlockerRule.MIN_ISR, below, f"{len(below)} partition(s) under min ISR")
     _block_on(
         blockers,
-        "min_isr",
+        BlockerRule.MIN_ISR,
         at_min_in_isr,
         f"{len(at_min_in_isr)} partition(s) at min ISR with broker {broker} in the ISR "
         "(restarting it would stop acks=all writes)",
@@ -169,9 +174,11 @@ def check_restart_safety(
     # Rule 3: KRaft quorum.
     quorum = snapshot.quorum
     if quorum is None:
-        blockers.append(Blocker(rule="quorum_unknown", message="the KRaft quorum could not be read"))
+        blockers.append(
+            Blocker(rule=BlockerRule.QUORUM_UNKNOWN, message="the KRaft quorum could not be read")
+        )
     elif quorum.leader_id is None:
-        blockers.append(Blocker(rule="quorum", message="the KRaft quorum has no leader"))
+        blockers.append(Blocker(rule=BlockerRule.QUORUM, message="the KRaft quorum has no leader"))
     else:
         voters = quorum.voters
         if any(v.id == broker for v in voters):
@@ -185,7 +192,7 @@ def check_restart_safety(
             if len(others) < majority:
                 blockers.append(
                     Blocker(
-                        rule="quorum",
+                        rule=BlockerRule.QUORUM,
                         message=f"without voter {broker}, {len(others)} caught-up voter(s) of {len(voters)} "
                         f"would remain; a majority needs {majority}",
                     )
@@ -193,7 +200,7 @@ def check_restart_safety(
         if broker == quorum.leader_id and any(b != broker for b in remaining):
             blockers.append(
                 Blocker(
-                    rule="controller_last",
+                    rule=BlockerRule.CONTROLLER_LAST,
                     message=f"broker {broker} is the active controller: it goes last",
                 )
             )
@@ -202,7 +209,7 @@ def check_restart_safety(
     if refuse_never_safe and skipped:
         blockers.append(
             Blocker(
-                rule="never_safe",
+                rule=BlockerRule.NEVER_SAFE,
                 message=f"{len(skipped)} partition(s) on broker {broker} have RF <= min.insync.replicas and "
                 "would be unavailable to acks=all producers while it restarts (neverSafePartitions: Refuse)",
                 partitions=[f"{s.topic}-{s.partition}" for s in skipped[:MAX_LISTED]],

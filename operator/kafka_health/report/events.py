@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_health.models.findings import Diagnosis, Severity
+from kafka_health.models.reasons import EventReason, checked
 
 MAX_SUBJECTS_IN_MESSAGE = 5
 
@@ -18,7 +19,7 @@ MAX_SUBJECTS_IN_MESSAGE = 5
 @dataclass(frozen=True)
 class EventSpec:
     type: str  # Normal | Warning
-    reason: str
+    reason: str  # a member of a kafka_health.models.reasons enum
     message: str
 
 
@@ -43,10 +44,12 @@ def finding_events(previous_keys: set[str] | None, diagnosis: Diagnosis) -> tupl
         check, _, subject = key.partition(":")
         cleared[check].append(subject)
     events = [
-        EventSpec("Warning", "FindingAppeared", _message(check, subjects, f"new ({worst[check].value})"))
+        EventSpec(
+            "Warning", EventReason.FINDING_APPEARED, _message(check, subjects, f"new ({worst[check].value})")
+        )
         for check, subjects in sorted(appeared.items())
     ] + [
-        EventSpec("Normal", "FindingCleared", _message(check, subjects, "cleared"))
+        EventSpec("Normal", EventReason.FINDING_CLEARED, _message(check, subjects, "cleared"))
         for check, subjects in sorted(cleared.items())
     ]
     return events, set(current)
@@ -63,4 +66,4 @@ def post(body: Any, event: EventSpec) -> None:
     """Post an Event about the policy (Kopf queues it; posting never blocks the cycle)."""
     import kopf
 
-    kopf.event(body, type=event.type, reason=event.reason, message=event.message[:1024])
+    kopf.event(body, type=event.type, reason=checked(event.reason), message=event.message[:1024])

@@ -19,6 +19,7 @@ from kafka_health.models.policy import (
     OffsetResetResult,
     RollingRestartResult,
 )
+from kafka_health.models.reasons import StateReason, WithheldReason
 from kafka_health.plan.decision import Decision, RequestUpdate, Verdict, merge_withheld
 from kafka_health.report.status import set_condition
 
@@ -119,21 +120,21 @@ def apply_decision(
         )
     elif status.current_remediation is not None or decision.acts:
         what = decision.action.summary if decision.action is not None else decision.reason
-        reason = "Resuming" if decision.verdict is Verdict.RESUME else "Acting"
+        acting = StateReason.RESUMING if decision.verdict is Verdict.RESUME else StateReason.ACTING
         conditions = set_condition(
-            conditions, ConditionType.REMEDIATING, ConditionStatus.TRUE, reason, what[:1024], now, generation
+            conditions, ConditionType.REMEDIATING, ConditionStatus.TRUE, acting, what[:1024], now, generation
         )
     else:
         first = decision.withheld[0] if decision.withheld else None
-        reason = (
+        reason: str = (
             first.reason.value
             if first is not None
             else (
-                "AwaitingApproval"
+                WithheldReason.AWAITING_APPROVAL
                 if decision.verdict is Verdict.AWAIT_APPROVAL
-                else "DryRun"
+                else WithheldReason.DRY_RUN
                 if decision.verdict is Verdict.DRY_RUN
-                else "Idle"
+                else StateReason.IDLE
             )
         )
         conditions = set_condition(

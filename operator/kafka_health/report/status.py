@@ -23,8 +23,9 @@ from kafka_health.models.policy import (
     KafkaHealthPolicyStatus,
     LastDiagnosis,
 )
+from kafka_health.models.reasons import DegradedReason, StateReason, checked
 
-HALTED = "RemediationHalted"
+HALTED = DegradedReason.REMEDIATION_HALTED
 """The Degraded reason of a halted roll; it stays until the spec changes (a new generation)."""
 
 
@@ -56,6 +57,7 @@ def set_condition(
     generation: int | None,
 ) -> list[Condition]:
     """`conditions` with `type_` set; lastTransitionTime kept while the status is unchanged."""
+    checked(reason)
     previous = next((c for c in conditions if c.type == type_), None)
     since = previous.last_transition_time if previous is not None and previous.status == status else now
     updated = Condition(
@@ -94,10 +96,10 @@ def summarize_finding(f: Finding) -> FindingSummary:
 def _healthy_condition(diagnosis: Diagnosis) -> tuple[ConditionStatus, str, str]:
     worst = diagnosis.worst
     if worst is None or worst is Severity.INFO:
-        return ConditionStatus.TRUE, "NoProblemsFound", "The latest diagnosis found no warnings."
+        return ConditionStatus.TRUE, StateReason.NO_PROBLEMS_FOUND, "The latest diagnosis found no warnings."
     counts = _counts(diagnosis)
     first = diagnosis.findings[0]
-    reason = "CriticalFindings" if worst is Severity.CRITICAL else "WarningFindings"
+    reason = StateReason.CRITICAL_FINDINGS if worst is Severity.CRITICAL else StateReason.WARNING_FINDINGS
     return (
         ConditionStatus.FALSE,
         reason,
@@ -140,7 +142,7 @@ def status_after_cycle(
         cond(
             ConditionType.READY,
             ConditionStatus.TRUE,
-            "Diagnosed",
+            StateReason.DIAGNOSED,
             "The latest cycle read and diagnosed the cluster.",
         )
         halted = next(
@@ -169,11 +171,16 @@ def status_after_cycle(
             cond(
                 ConditionType.DEGRADED,
                 ConditionStatus.TRUE,
-                "ClusterPartlyUnreadable",
+                DegradedReason.CLUSTER_PARTLY_UNREADABLE,
                 f"Could not read: {parts}. Remediation that needs these parts is withheld.",
             )
         else:
-            cond(ConditionType.DEGRADED, ConditionStatus.FALSE, "AsExpected", "The operator can do its job.")
+            cond(
+                ConditionType.DEGRADED,
+                ConditionStatus.FALSE,
+                StateReason.AS_EXPECTED,
+                "The operator can do its job.",
+            )
         h_status, h_reason, h_message = _healthy_condition(diagnosis)
         cond(ConditionType.HEALTHY, h_status, h_reason, h_message)
         status.health = health_of(diagnosis)
@@ -189,7 +196,7 @@ def status_after_cycle(
         )
         status.top_findings = [summarize_finding(f) for f in diagnosis.findings[:top_n]]
     if not any(c.type == ConditionType.REMEDIATING for c in conditions):
-        cond(ConditionType.REMEDIATING, ConditionStatus.FALSE, "Idle", "No remediation in flight.")
+        cond(ConditionType.REMEDIATING, ConditionStatus.FALSE, StateReason.IDLE, "No remediation in flight.")
     order = [ConditionType.READY, ConditionType.HEALTHY, ConditionType.DEGRADED, ConditionType.REMEDIATING]
     status.conditions = sorted(conditions, key=lambda c: order.index(c.type))
     return status
