@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from kafka_health.testbed import distribution
+from kafka_health.testbed import distribution, security
 from kafka_health.testbed.cluster import DEFAULT_BASE_PORT, Testbed, TestbedError
 from kafka_health.testbed.controlplane import ControlPlane, ControlPlaneError
 
@@ -55,6 +55,14 @@ def up(
     auto_leader_rebalance: Annotated[
         bool, typer.Option(help="Enable Kafka's own auto leader rebalance (off: the operator heals).")
     ] = False,
+    security_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--security",
+            help="How the client listener is secured: plaintext (default), ssl, sasl_plaintext, "
+            "sasl_ssl (SCRAM-SHA-512) or mtls. `testbed env` prints the client settings.",
+        ),
+    ] = None,
     k8s: Annotated[
         bool,
         typer.Option(
@@ -71,8 +79,14 @@ def up(
     from kafka_health.testbed.podstandin import StandIn, StandInError
 
     tb = _testbed(state_dir)
+    if security_mode is not None and security_mode not in security.MODES:
+        raise typer.BadParameter(f"one of {', '.join(security.MODES)}", param_hint="--security")
+    for warning in ephemeral_port_warnings(base_port):
+        typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
     try:
-        state = tb.up(brokers, base_port, auto_leader_rebalance=auto_leader_rebalance)
+        state = tb.up(
+            brokers, base_port, auto_leader_rebalance=auto_leader_rebalance, security_mode=security_mode
+        )
         if k8s:
             cp = ControlPlane(tb.state_dir)
             cp.start()
@@ -82,6 +96,34 @@ def up(
     typer.echo(state.bootstrap_servers)
     if k8s:
         typer.echo(str(cp.kubeconfig))
+
+
+def ephemeral_port_warnings(
+    base_port: int, range_file: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")
+) -> list[str]:
+    """A warning when testbed ports (client from base, controller from base + 100, inter-broker
+    from base + 200) fall in the kernel's ephemeral range: an outgoing connection can take a
+    stopped broker's port, and the broker then cannot start again."""
+    try:
+        low, high = (int(x) for x in range_file.read_text().split()[:2])
+    except (OSError, ValueError):
+        return []
+    inside = [
+        f"{name} {port}"
+        for name, port in (
+            ("client", base_port),
+            ("controller", base_port + 100),
+            ("inter-broker", base_port + 200),
+        )
+        if low <= port <= high
+    ]
+    if not inside:
+        return []
+    return [
+        f"ports from --base-port {base_port} ({', '.join(inside)}) are in the kernel's ephemeral port "
+        f"range {low}-{high} ({range_file}): a restarted broker can find its port taken by an outgoing "
+        f"connection; pick a --base-port below {low - 300} or above {high}"
+    ]
 
 
 @app.command(hidden=True)
@@ -114,6 +156,29 @@ def env(state_dir: StateDir = None) -> None:
     except TestbedError as exc:
         _fail(exc)
     typer.echo(f"export KAFKA_BOOTSTRAP_SERVERS={state.bootstrap_servers}")
+    properties = tb.client_properties()
+    if properties is not None:
+        material = tb.material(state)
+        typer.echo(
+            f"# security {state.security}: client settings of the admin user (Kafka's tools: --command-config)"
+        )
+        typer.echo(f"export KAFKA_HEALTH_COMMAND_CONFIG={properties}")
+        typer.echo(
+            f"# the unprivileged user (no ACLs until granted): {material.client_properties(security.APP)}"
+        )
+        typer.echo("# a policy's Secret (kubectl create secret generic kafka-client ...):")
+        for key, value in material.secret_values().items():
+            if key in ("ca.crt", "tls.crt", "tls.key"):
+                source = {
+                    "ca.crt": material.ca_file,
+                    "tls.crt": material.user_cert(security.ADMIN),
+                    "tls.key": material.user_key(security.ADMIN),
+                }[key]
+                typer.echo(f"#   --from-file={key}={source}")
+            elif key == "password":
+                typer.echo(f"#   --from-literal=password=<see {material.passwords_file}>")
+            else:
+                typer.echo(f"#   --from-literal={key}={value}")
     cp = ControlPlane(tb.state_dir)
     if cp.running():
         typer.echo(f"export KUBECONFIG={cp.kubeconfig}")
@@ -191,7 +256,9 @@ def tool(
     ],
     state_dir: StateDir = None,
 ) -> None:
-    """Run a real Kafka CLI tool from the same jars against the testbed (--bootstrap-server added)."""
+    """Run a real Kafka CLI tool from the same jars against the testbed (--bootstrap-server added;
+    on a secured testbed also the admin's client settings: --command-config, or the tool's own
+    --admin.config / --producer.config / --consumer.config)."""
     try:
         cmd = _testbed(state_dir).tool_command(name, list(ctx.args))
     except TestbedError as exc:

@@ -1,5 +1,9 @@
 """A real Apache Kafka KRaft cluster on 127.0.0.1: N combined broker+controller nodes.
 
+`security` secures the client listener (TLS, SASL/SCRAM, mTLS; see `testbed.security`); the
+inter-broker (`INTERNAL`, base + 200) and controller (base + 100) listeners stay PLAINTEXT on
+loopback.
+
 Node ids are 0..N-1 so they match StatefulSet ordinals (`kafka-0` is broker 0). Each node
 runs as its own JVM in its own session, so the cluster outlives the command that started it;
 pids and ports are recorded in `<state dir>/testbed.json`. Everything the cluster writes
@@ -22,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from kafka_health._kits.paths import state_root
-from kafka_health.testbed import distribution
+from kafka_health.testbed import distribution, security
 
 DEFAULT_BASE_PORT = 19092  # clear of a user's Kafka on 9092
 CONTROLLER_PORT_OFFSET = 100
+INTERNAL_PORT_OFFSET = 200  # the inter-broker listener of a secured testbed
 DEFAULT_HEAP = "384m"
 
 # Kafka command-line tools by their script name → main class (the scripts are not in the jars).
@@ -41,6 +46,21 @@ TOOLS = {
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-acls": "org.apache.kafka.tools.AclCommand",
+}
+# The option each tool reads client settings from (Kafka 4.1's names); absent: it takes none.
+COMMAND_CONFIG_OPTION = {
+    "kafka-topics": "--command-config",
+    "kafka-consumer-groups": "--command-config",
+    "kafka-leader-election": "--admin.config",
+    "kafka-metadata-quorum": "--command-config",
+    "kafka-configs": "--command-config",
+    "kafka-log-dirs": "--command-config",
+    "kafka-reassign-partitions": "--command-config",
+    "kafka-get-offsets": "--command-config",
+    "kafka-console-producer": "--producer.config",
+    "kafka-console-consumer": "--consumer.config",
+    "kafka-acls": "--command-config",
 }
 
 
@@ -56,6 +76,7 @@ class BrokerState:
     port: int
     controller_port: int
     pid: int | None = None
+    internal_port: int | None = None  # the PLAINTEXT inter-broker listener of a secured testbed
 
 
 @dataclass
@@ -66,6 +87,7 @@ class TestbedState:
     kafka_version: str
     auto_leader_rebalance: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+    security: str = "plaintext"  # one of security.MODES: how the client listener is secured
 
     @property
     def bootstrap_servers(self) -> str:
@@ -123,8 +145,61 @@ class Testbed:
     def log_path(self, broker_id: int) -> Path:
         return self.state_dir / "logs" / f"broker-{broker_id}.log"
 
+    def material(self, state: TestbedState | None = None) -> security.Material:
+        """The testbed's security material (CA, certificates, passwords, client properties)."""
+        state = state or self.require()
+        return security.Material(self.state_dir, state.security)
+
+    def client_properties(self, user: str = security.ADMIN) -> Path | None:
+        """The Kafka-style client settings of `user` (None for a PLAINTEXT testbed)."""
+        state = self.require()
+        if state.security == "plaintext":
+            return None
+        return self.material(state).client_properties(user)
+
+    def librdkafka_config(self, user: str = security.ADMIN) -> dict[str, str]:
+        """Client settings of `user` in librdkafka's names (bootstrap servers included)."""
+        state = self.require()
+        conf = {"bootstrap.servers": state.bootstrap_servers}
+        mode = state.security
+        if mode == "plaintext":
+            return conf
+        material = self.material(state)
+        conf["security.protocol"] = security.PROTOCOL[mode]
+        if security.uses_tls(mode):
+            conf["ssl.ca.location"] = str(material.ca_file)
+        if mode == "mtls":
+            conf["ssl.certificate.location"] = str(material.user_cert(user))
+            conf["ssl.key.location"] = str(material.user_key(user))
+        if security.uses_sasl(mode):
+            conf["sasl.mechanism"] = security.MECHANISM
+            conf["sasl.username"] = user
+            conf["sasl.password"] = material.password(user)
+        return conf
+
+    def _listener_props(self, state: TestbedState, b: BrokerState) -> dict[str, Any]:
+        if state.security == "plaintext" or b.internal_port is None:
+            return {
+                "listeners": f"PLAINTEXT://127.0.0.1:{b.port},CONTROLLER://127.0.0.1:{b.controller_port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            }
+        protocol = security.PROTOCOL[state.security]
+        return {
+            "listeners": (
+                f"CLIENT://127.0.0.1:{b.port},INTERNAL://127.0.0.1:{b.internal_port},"
+                f"CONTROLLER://127.0.0.1:{b.controller_port}"
+            ),
+            "advertised.listeners": f"CLIENT://127.0.0.1:{b.port},INTERNAL://127.0.0.1:{b.internal_port}",
+            "inter.broker.listener.name": "INTERNAL",
+            "listener.security.protocol.map": f"CLIENT:{protocol},INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **self.material(state).broker_props(b.id, "CLIENT"),
+        }
+
     def _write_configs(self, state: TestbedState) -> None:
         n = len(state.brokers)
+        self.material(state).ensure([b.id for b in state.brokers])
         voters = ",".join(f"{b.id}@127.0.0.1:{b.controller_port}" for b in state.brokers)
         (self.state_dir / "config").mkdir(parents=True, exist_ok=True)
         (self.state_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -134,11 +209,8 @@ class Testbed:
                 "process.roles": "broker,controller",
                 "node.id": b.id,
                 "controller.quorum.voters": voters,
-                "listeners": f"PLAINTEXT://127.0.0.1:{b.port},CONTROLLER://127.0.0.1:{b.controller_port}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
+                **self._listener_props(state, b),
                 "controller.listener.names": "CONTROLLER",
-                "inter.broker.listener.name": "PLAINTEXT",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                 "log.dirs": self.data_dir(b.id),
                 "num.partitions": 3,
                 "default.replication.factor": rf,
@@ -212,28 +284,38 @@ class Testbed:
         base_port: int = DEFAULT_BASE_PORT,
         *,
         auto_leader_rebalance: bool = False,
+        security_mode: str | None = None,
         timeout: float = 120.0,
     ) -> TestbedState:
         """Start every node that is not running (creating the cluster on first use) and wait until all serve."""
         distribution.ensure_kafka()
         state = self.load()
+        if security_mode is not None and security_mode not in security.MODES:
+            raise TestbedError(f"--security must be one of {', '.join(security.MODES)}")
         if state is None:
             brokers = 3 if brokers is None else brokers
             if brokers < 1:
                 raise TestbedError("--brokers must be at least 1")
+            mode = security_mode or "plaintext"
+            secured = mode != "plaintext"
             state = TestbedState(
                 brokers=[
                     BrokerState(
-                        id=i, port=base_port + i, controller_port=base_port + CONTROLLER_PORT_OFFSET + i
+                        id=i,
+                        port=base_port + i,
+                        controller_port=base_port + CONTROLLER_PORT_OFFSET + i,
+                        internal_port=base_port + INTERNAL_PORT_OFFSET + i if secured else None,
                     )
                     for i in range(brokers)
                 ],
                 cluster_id=_kafka_uuid(),
                 kafka_version=distribution.KAFKA_VERSION,
                 auto_leader_rebalance=auto_leader_rebalance,
+                security=mode,
             )
             for b in state.brokers:
-                for port in (b.port, b.controller_port):
+                ports = [b.port, b.controller_port] + ([b.internal_port] if b.internal_port else [])
+                for port in ports:
                     if _port_open(port):
                         raise TestbedError(
                             f"port {port} on 127.0.0.1 is already in use; pick another --base-port"
@@ -243,6 +325,11 @@ class Testbed:
             raise TestbedError(
                 f"the testbed in {self.state_dir} has {len(state.brokers)} brokers; "
                 "run `kafka-health testbed down --purge` to recreate it with another size"
+            )
+        elif security_mode is not None and state.security != security_mode:
+            raise TestbedError(
+                f"the testbed in {self.state_dir} was created with --security {state.security}; "
+                "run `kafka-health testbed down --purge` to recreate it with another"
             )
         self._write_configs(state)
         for b in state.brokers:
@@ -262,6 +349,7 @@ class Testbed:
                 "-c",
                 str(self.config_path(b.id)),
                 "--ignore-formatted",
+                *self.material(state).add_scram_args(),
             ],
             heap="256m",
             extra_jvm=[f"-Dkafka.logs.file={self.state_dir / 'logs' / 'tools.log'}"],
@@ -416,6 +504,7 @@ class Testbed:
                         f"and {self.state_dir / 'logs' / f'broker-{bid}.out'}"
                     )
                 conf: dict[str, Any] = {
+                    **self.librdkafka_config(),
                     "bootstrap.servers": f"127.0.0.1:{b.port}",
                     "socket.timeout.ms": 3000,
                     "logger": _QUIET,
@@ -451,6 +540,13 @@ class Testbed:
         takes_bootstrap = name not in ("kafka-storage",)
         if takes_bootstrap and not any(a in args for a in ("--bootstrap-server", "--bootstrap-controller")):
             args = ["--bootstrap-server", state.bootstrap_servers, *args]
+        option = COMMAND_CONFIG_OPTION.get(name)
+        properties = self.client_properties()
+        given = {"--command-config", "--admin.config", "--producer.config", "--consumer.config"}
+        # Not for --bootstrap-controller: the controller listener is PLAINTEXT.
+        controller = "--bootstrap-controller" in args
+        if option and properties is not None and not controller and not given.intersection(args):
+            args = [*args, option, str(properties)]
         return self._java(
             TOOLS[name],
             args,
