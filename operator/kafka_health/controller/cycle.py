@@ -30,6 +30,7 @@ from kafka_health.models.policy import (
     ActionType,
     KafkaHealthPolicySpec,
     KafkaHealthPolicyStatus,
+    LastDiagnosis,
     PolicyError,
     parse_duration,
     parse_spec,
@@ -64,6 +65,11 @@ class PolicyWorker:
     admin: KafkaAdmin | None = None
     admin_key: str | None = None
     finding_keys: set[str] | None = None
+    slow: bool | None = None
+    """Whether the last reported cycle was slow (None: none reported yet); SlowCycle is posted on
+    the change to slow."""
+    last_reported: LastDiagnosis | None = None
+    """status.lastDiagnosis as the latest cycle wrote it (None when it diagnosed nothing)."""
     last_maintenance: datetime | None = None
     secrets: list[str] = field(default_factory=list)
     last_snapshot: ClusterSnapshot | None = None
@@ -208,8 +214,14 @@ class PolicyWorker:
                 return  # deleted meanwhile
             previous = parse_status(stored.get("status"))
             new_status = status_after_cycle(
-                previous, outcome, now=datetime.now(UTC), generation=generation, top_n=top_n
+                previous,
+                outcome,
+                now=datetime.now(UTC),
+                generation=generation,
+                top_n=top_n,
+                interval=_interval(raw_spec),
             )
+            self.last_reported = new_status.last_diagnosis if outcome.diagnosis is not None else None
             if outcome.diagnosis is not None and outcome.problem is None and not outcome.remediation_blockers:
                 self.last_diagnosis = outcome.diagnosis
                 if not self.rolling():
@@ -356,6 +368,14 @@ class PolicyWorker:
             on_event=on_event,
         )
         return act(decision, status, ctx)
+
+
+def _interval(raw_spec: dict[str, Any]) -> timedelta | None:
+    """spec.diagnostics.interval (None when the spec is invalid: that cycle reports InvalidSpec)."""
+    try:
+        return parse_duration(parse_spec(raw_spec).diagnostics.interval)
+    except PolicyError:
+        return None
 
 
 def _only_enabled(diagnosis: Diagnosis, spec: KafkaHealthPolicySpec) -> Diagnosis:

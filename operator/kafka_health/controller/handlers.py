@@ -11,6 +11,8 @@ import asyncio
 import json
 import logging
 import time
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import kopf
@@ -21,6 +23,7 @@ from kafka_health.k8s.client import K8sError
 from kafka_health.models.policy import GROUP, PLURAL, VERSION, parse_duration
 from kafka_health.models.reasons import EventReason
 from kafka_health.report import events, metrics
+from kafka_health.report.freshness import Freshness, slow_cycle_event
 
 log = logging.getLogger(__name__)
 
@@ -194,13 +197,25 @@ def _report(worker: PolicyWorker, body: kopf.Body, outcome: Any, duration: float
         metrics.FINDINGS.labels(ns, name, check, severity).set(n)
     previous = {k for k in (worker.finding_keys or set()) if not k.startswith("problem:")}
     recovered = worker.finding_keys is not None and any(k.startswith("problem:") for k in worker.finding_keys)
+    interval = timedelta(seconds=_interval_seconds(dict(body.spec)))
+    fresh = Freshness(diagnosis.taken_at, datetime.now(UTC), interval)
     to_post, worker.finding_keys = events.finding_events(
-        previous if worker.finding_keys is not None else None, diagnosis
+        previous if worker.finding_keys is not None else None, diagnosis, late=fresh.late
     )
     if recovered:
         to_post.insert(
             0,
             events.EventSpec("Normal", EventReason.RECOVERED, "The cluster is readable and diagnosed again."),
         )
+    # News from a snapshot older than one interval says so (report/freshness.py).
+    to_post = [replace(event, message=fresh.news(event.message)) for event in to_post]
+    reported = worker.last_reported
+    if reported is not None and reported.slow is not None and reported.duration_seconds is not None:
+        slow_event = slow_cycle_event(
+            worker.slow, timedelta(seconds=reported.duration_seconds), interval, diagnosis.taken_at
+        )
+        worker.slow = reported.slow
+        if slow_event is not None:
+            to_post.insert(0, slow_event)
     for event in to_post:
         events.post(body, event)

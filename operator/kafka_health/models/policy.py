@@ -1108,8 +1108,24 @@ class Health(StrEnum):
 class LastDiagnosis(_StatusModel):
     """Counts of the latest diagnosis."""
 
-    at: AwareDatetime = Field(description="When the snapshot was taken.")
-    duration_seconds: float | None = Field(None, ge=0, description="How long the cycle took.")
+    at: AwareDatetime = Field(
+        description="When the snapshot was taken: everything this diagnosis reports is as of this time."
+    )
+    duration_seconds: float | None = Field(
+        None,
+        ge=0,
+        description="How long the cycle took, from the snapshot to this status (reading the cluster, "
+        "diagnosing it, reporting).",
+    )
+    diagnose_seconds: float | None = Field(None, ge=0, description="Of which diagnosing (Spark).")
+    interval_seconds: float | None = Field(
+        None, ge=0, description="spec.diagnostics.interval the cycle ran under, in seconds."
+    )
+    slow: bool | None = Field(
+        None,
+        description="The cycle took longer than the interval (durationSeconds > intervalSeconds): its "
+        "findings are older than one interval when reported. Ready has reason SlowCycle meanwhile.",
+    )
     total: int = Field(0, ge=0, description="Number of findings.")
     critical: int = Field(0, ge=0, description="Critical findings.")
     warning: int = Field(0, ge=0, description="Warnings.")
@@ -1128,6 +1144,9 @@ class FindingSummary(_StatusModel):
     message: str = Field(description="One sentence a person can act on.")
     remediation: str | None = Field(None, description="The remediation it suggests, if any.")
     evidence: dict[str, str] | None = Field(None, description="The numbers behind it, as strings.")
+    observed_at: AwareDatetime | None = Field(
+        None, description="The time of the snapshot it was found in (lastDiagnosis.at): it is as of then."
+    )
 
 
 class RemediationStep(StrEnum):

@@ -23,8 +23,12 @@ class EventSpec:
     message: str
 
 
-def finding_events(previous_keys: set[str] | None, diagnosis: Diagnosis) -> tuple[list[EventSpec], set[str]]:
+def finding_events(
+    previous_keys: set[str] | None, diagnosis: Diagnosis, *, late: bool = False
+) -> tuple[list[EventSpec], set[str]]:
     """Events for findings that appeared or cleared since `previous_keys`, and the new key set.
+    `late` (the snapshot is older than one interval, report/freshness.py): findings are said to
+    have appeared, not to be new (the caller prefixes the snapshot's time).
 
     Info findings make no Events. One Event per check and direction keeps a 1000-partition
     outage to a couple of Events. `previous_keys=None` (first cycle after start) posts what
@@ -45,7 +49,9 @@ def finding_events(previous_keys: set[str] | None, diagnosis: Diagnosis) -> tupl
         cleared[check].append(subject)
     events = [
         EventSpec(
-            "Warning", EventReason.FINDING_APPEARED, _message(check, subjects, f"new ({worst[check].value})")
+            "Warning",
+            EventReason.FINDING_APPEARED,
+            _message(check, subjects, f"{'appeared' if late else 'new'} ({worst[check].value})"),
         )
         for check, subjects in sorted(appeared.items())
     ] + [

@@ -8,7 +8,7 @@ see real changes, not every cycle.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,6 +24,7 @@ from kafka_health.models.policy import (
     LastDiagnosis,
 )
 from kafka_health.models.reasons import DegradedReason, StateReason, checked
+from kafka_health.report.freshness import is_slow, slow_cycle_message
 
 HALTED = DegradedReason.REMEDIATION_HALTED
 """The Degraded reason of a halted roll; it stays until the spec changes (a new generation)."""
@@ -82,8 +83,9 @@ def health_of(diagnosis: Diagnosis | None) -> Health:
     return Health.HEALTHY
 
 
-def summarize_finding(f: Finding) -> FindingSummary:
+def summarize_finding(f: Finding, observed_at: datetime | None = None) -> FindingSummary:
     return FindingSummary(
+        observed_at=observed_at,
         check=f.check,
         severity=f.severity.value,
         subject=f.subject.key(),
@@ -121,8 +123,11 @@ def status_after_cycle(
     now: datetime,
     generation: int | None,
     top_n: int,
+    interval: timedelta | None = None,
 ) -> KafkaHealthPolicyStatus:
-    """The new status (diagnosis parts only; remediation fields are carried over untouched)."""
+    """The new status (diagnosis parts only; remediation fields are carried over untouched).
+    `interval`: spec.diagnostics.interval; a cycle longer than it (from the snapshot to `now`) is
+    slow: Ready=True with reason SlowCycle, lastDiagnosis.slow (report/freshness.py)."""
     conditions = list(previous.conditions or [])
     status = previous.model_copy(deep=True)
     status.observed_generation = generation
@@ -139,12 +144,22 @@ def status_after_cycle(
         cond(ConditionType.HEALTHY, ConditionStatus.UNKNOWN, p.reason, "The cluster could not be diagnosed.")
         status.health = Health.UNKNOWN
     elif diagnosis is not None:
-        cond(
-            ConditionType.READY,
-            ConditionStatus.TRUE,
-            StateReason.DIAGNOSED,
-            "The latest cycle read and diagnosed the cluster.",
-        )
+        took = max(now - diagnosis.taken_at, timedelta(0))
+        slow = is_slow(took, interval) if interval is not None else None
+        if slow and interval is not None:
+            cond(
+                ConditionType.READY,
+                ConditionStatus.TRUE,
+                StateReason.SLOW_CYCLE,
+                slow_cycle_message(took, interval, diagnosis.taken_at),
+            )
+        else:
+            cond(
+                ConditionType.READY,
+                ConditionStatus.TRUE,
+                StateReason.DIAGNOSED,
+                "The latest cycle read and diagnosed the cluster.",
+            )
         halted = next(
             (
                 c
@@ -187,14 +202,17 @@ def status_after_cycle(
         counts = _counts(diagnosis)
         status.last_diagnosis = LastDiagnosis(
             at=diagnosis.taken_at,
-            duration_seconds=diagnosis.duration_seconds,
+            duration_seconds=round(took.total_seconds(), 3),
+            diagnose_seconds=diagnosis.duration_seconds,
+            interval_seconds=interval.total_seconds() if interval is not None else None,
+            slow=slow,
             total=len(diagnosis.findings),
             critical=counts["critical"],
             warning=counts["warning"],
             info=counts["info"],
             missing=diagnosis.missing[:100] or None,
         )
-        status.top_findings = [summarize_finding(f) for f in diagnosis.findings[:top_n]]
+        status.top_findings = [summarize_finding(f, diagnosis.taken_at) for f in diagnosis.findings[:top_n]]
     if not any(c.type == ConditionType.REMEDIATING for c in conditions):
         cond(ConditionType.REMEDIATING, ConditionStatus.FALSE, StateReason.IDLE, "No remediation in flight.")
     order = [ConditionType.READY, ConditionType.HEALTHY, ConditionType.DEGRADED, ConditionType.REMEDIATING]
