@@ -122,6 +122,7 @@ def worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
         from duckdb_checks import diagnose
 
         con = duckdb.connect()
+        work = None
         started = time.perf_counter()
 
         def run() -> dict[str, int]:
@@ -165,6 +166,33 @@ def cpu_seconds() -> float:
     return total
 
 
+class SparkWork:
+    """Work a Spark cycle does, counted rather than timed (the same on a busy machine as on a quiet
+    one): Spark jobs run, classes compiled by code generation, and Py4J round trips (plan building)."""
+
+    def __init__(self, spark: Any) -> None:
+        from py4j.java_gateway import GatewayClient
+
+        self._sc = spark.sparkContext
+        self._codegen = self._sc._jvm.org.apache.spark.metrics.source.CodegenMetrics
+        self.py4j_calls = 0
+        send = GatewayClient.send_command
+
+        def counted(client: Any, *a: Any, **kw: Any) -> Any:
+            self.py4j_calls += 1
+            return send(client, *a, **kw)
+
+        GatewayClient.send_command = counted  # type: ignore[method-assign]
+
+    def read(self) -> tuple[int, int, int]:
+        """(last job id, compilations so far, Py4J calls so far), read without counting itself."""
+        calls = self.py4j_calls
+        jobs = max(self._sc.statusTracker().getJobIdsForGroup(None) or [0])
+        compiles = self._codegen.METRIC_COMPILATION_TIME().getCount()
+        self.py4j_calls = calls
+        return jobs, compiles, calls
+
+
 def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
     import tempfile
 
@@ -192,6 +220,7 @@ def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[st
             master="local[2]", driver_memory=args.driver_memory_operator, conf=BEFORE_CONF if before else None
         )
         windows = None if before else HistoryWindows(spark, str(root), synthetic.CLUSTER)
+        work: SparkWork | None = SparkWork(spark)
 
         def diagnose(snap: Any, written: Any) -> dict[str, int]:
             if windows is not None:
@@ -206,6 +235,7 @@ def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[st
         from duckdb_checks import diagnose as duck
 
         con = duckdb.connect()
+        work = None
 
         def diagnose(snap: Any, written: Any) -> dict[str, int]:
             return duck(con, snap, str(root), thresholds)
@@ -214,13 +244,23 @@ def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[st
     rows = []
     for k in range(first + history, shape.samples + 1):
         snap = synthetic.snapshot(shape, k)  # what collect would return: not timed
+        before_work = work.read() if work else (0, 0, 0)
         c0, w0 = cpu_seconds(), time.perf_counter()
         written = store.append(snap)
         w1 = time.perf_counter()
         counts = diagnose(snap, written)
         w2 = time.perf_counter()
+        cpu = cpu_seconds() - c0
+        after_work = work.read() if work else (0, 0, 0)
+        jobs, compiles, calls = (a - b for a, b in zip(after_work, before_work, strict=True))
         rows.append(
-            {"append_s": w1 - w0, "diagnose_s": w2 - w1, "cpu_s": cpu_seconds() - c0, "counts": counts}
+            {
+                "append_s": w1 - w0,
+                "diagnose_s": w2 - w1,
+                "cpu_s": cpu,
+                "counts": counts,
+                "work": (jobs, compiles, calls),
+            }
         )
     peak_rss = peak.stop()
     warm = rows[1:]
@@ -232,6 +272,9 @@ def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[st
         "diagnose_s": [r["diagnose_s"] for r in warm],
         "cycle_s": [r["append_s"] + r["diagnose_s"] for r in warm],
         "cpu_s": [r["cpu_s"] for r in warm],
+        "jobs": [r["work"][0] for r in warm],
+        "compiles": [r["work"][1] for r in warm],
+        "py4j_calls": [r["work"][2] for r in warm],
         "peak_mib": peak_rss / 2**20,
         "base_mib": base / 2**20,
         "counts": rows[-1]["counts"],
@@ -280,6 +323,16 @@ def run_operator_mode(args: argparse.Namespace, sizes: list[int]) -> None:
             f"{r['size']:>10,}  {r['engine']:<13}{r['first_s']:>6.2f} s{statistics.median(r['diagnose_s']):>8.2f} s"
             f"{statistics.median(r['cycle_s']):>7.2f} s{statistics.median(r['cpu_s']):>9.2f} s{r['peak_mib']:>7.0f} MiB"
         )
+    spark_rows = [r for r in results if sum(r["jobs"])]
+    if spark_rows:
+        print()
+        print("work per warm cycle (median; counted, so it does not depend on the machine's load)")
+        print(f"{'partitions':>10}  {'engine':<13}{'Spark jobs':>11}{'compiled':>10}{'Py4J calls':>12}")
+        for r in spark_rows:
+            print(
+                f"{r['size']:>10,}  {r['engine']:<13}{statistics.median(r['jobs']):>11.0f}"
+                f"{statistics.median(r['compiles']):>10.0f}{statistics.median(r['py4j_calls']):>12.0f}"
+            )
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
 
 
