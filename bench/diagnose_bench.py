@@ -122,7 +122,6 @@ def worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
         from duckdb_checks import diagnose
 
         con = duckdb.connect()
-        work = None
         started = time.perf_counter()
 
         def run() -> dict[str, int]:
