@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from kafka_health.cli import quiet
+from kafka_health.cli import kafka_options, quiet
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health_spark.thresholds import ThresholdError, Thresholds, parse_overrides
@@ -35,16 +35,16 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(FAILED)
 
 
-def collect(bootstrap_servers: str, cluster: str) -> ClusterSnapshot:
+def collect(bootstrap_servers: str, cluster: str, command_config: Path | None = None) -> ClusterSnapshot:
     """Read the cluster once (every admin call bounded; an unreachable cluster is a finding)."""
     from kafka_health.collect.kafka_admin import KafkaAdmin
     from kafka_health.collect.snapshot import collect_snapshot
 
-    with KafkaAdmin({"bootstrap.servers": bootstrap_servers}) as admin:
+    with KafkaAdmin(kafka_options.connection(bootstrap_servers, command_config)) as admin:
         return collect_snapshot(admin, cluster, lambda: datetime.now(UTC))
 
 
-def render(diagnosis: Diagnosis, output: Output) -> str:
+def render(diagnosis: Diagnosis, output: Output, members: bool = False) -> str:
     if output is Output.json:
         return diagnosis.model_dump_json(indent=2) + "\n"
     if output is Output.html:
@@ -53,7 +53,7 @@ def render(diagnosis: Diagnosis, output: Output) -> str:
         return html.render(diagnosis)
     from kafka_health.report import table
 
-    return table.render(diagnosis)
+    return table.render(diagnosis, members=members)
 
 
 def diagnose(
@@ -66,6 +66,7 @@ def diagnose(
             help="HOST:PORT[,HOST:PORT...] of the cluster to read.",
         ),
     ] = None,
+    command_config: kafka_options.CommandConfig = None,
     snapshot_file: Annotated[
         Path | None,
         typer.Option(
@@ -86,6 +87,13 @@ def diagnose(
         ),
     ] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="table, json or html.")] = Output.table,
+    members: Annotated[
+        bool,
+        typer.Option(
+            "--members",
+            help="table: list each incident's findings under it (json and html always carry them).",
+        ),
+    ] = False,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the report to FILE instead of stdout.")
     ] = None,
@@ -116,7 +124,8 @@ def diagnose(
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
 ) -> None:
-    """Read a Kafka cluster, run the Spark checks, print the findings.
+    """Read a Kafka cluster, run the Spark checks, print the incidents: findings grouped by root
+    cause (a broker down, a never-safe topic, a lagging group, ...), worst first.
 
     Exit codes: 0 healthy, 1 warnings, 4 critical (an unreachable cluster is critical);
     2 usage error; 3 the command could not run (unreadable snapshot, Spark failure).
@@ -154,7 +163,7 @@ def diagnose(
     else:
         assert bootstrap_servers is not None
         with quiet.progress(f"reading {bootstrap_servers}"):
-            snapshot = collect(bootstrap_servers, cluster or bootstrap_servers)
+            snapshot = collect(bootstrap_servers, cluster or bootstrap_servers, command_config)
     if save_snapshot is not None:
         save_snapshot.write_text(snapshot.model_dump_json(indent=2))
     if history is not None and record and snapshot.reachable:
@@ -176,7 +185,7 @@ def diagnose(
     except Exception as exc:  # Spark reports JVM and connection errors as many types
         raise _fail(f"the diagnosis failed: {type(exc).__name__}: {exc}{see_log}") from exc
 
-    text = render(diagnosis, output)
+    text = render(diagnosis, output, members)
     if out is not None:
         out.write_text(text)
         typer.echo(f"{output.value} report written to {out}", err=True)

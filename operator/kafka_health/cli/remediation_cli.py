@@ -26,7 +26,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from kafka_health.cli import quiet
+from kafka_health.cli import kafka_options, quiet
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
 from kafka_health.models.policy import OffsetResetRequest, format_duration
 from kafka_health.models.snapshot import ClusterSnapshot, ConsumerGroup, Partition
@@ -71,8 +71,8 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _admin(bootstrap: str) -> KafkaAdmin:
-    return KafkaAdmin({"bootstrap.servers": bootstrap})
+def _admin(bootstrap: str, command_config: Path | None) -> KafkaAdmin:
+    return KafkaAdmin(kafka_options.connection(bootstrap, command_config))
 
 
 # --------------------------------------------------------------------------------------------
@@ -88,6 +88,7 @@ def _reason_not_electable(p: Partition, alive: set[int]) -> str:
 
 def elect_leaders(
     bootstrap_servers: Bootstrap,
+    command_config: kafka_options.CommandConfig = None,
     topic: Annotated[
         list[str] | None,
         typer.Option("--topic", "-t", help="Only this topic (repeatable). Default: all topics."),
@@ -110,7 +111,7 @@ def elect_leaders(
     quiet.start(verbose, log_file)
     from kafka_health.remediate.leader_election import ElectionStatus, execute_election
 
-    with _admin(bootstrap_servers) as admin:
+    with _admin(bootstrap_servers, command_config) as admin:
         try:
             md = admin.metadata()
         except AdminCallError as exc:
@@ -270,6 +271,7 @@ def _print_plan(plan: OffsetResetPlan, output: Output, what: str) -> None:
 def reset_offsets(
     bootstrap_servers: Bootstrap,
     group: Annotated[str, typer.Option("--group", "-g", help="Consumer group id.")],
+    command_config: kafka_options.CommandConfig = None,
     topic: Annotated[
         list[str] | None,
         typer.Option("--topic", "-t", help="TOPIC (all partitions) or TOPIC:0,1 (repeatable)."),
@@ -337,7 +339,7 @@ def reset_offsets(
     if from_file is not None:
         if strategies:
             raise _fail("--from-file restores saved offsets: give no other strategy")
-        _rollback(bootstrap_servers, group, from_file, execute, output)
+        _rollback(bootstrap_servers, command_config, group, from_file, execute, output)
         return
     if strategies != 1:
         raise _fail(
@@ -369,7 +371,7 @@ def reset_offsets(
     from kafka_health.remediate.offset_reset import FileStore, apply_offset_reset, plan_live
 
     now = datetime.now(UTC)
-    with _admin(bootstrap_servers) as admin:
+    with _admin(bootstrap_servers, command_config) as admin:
         try:
             plan, live_group = plan_live(admin, request, now)
         except AdminCallError as exc:
@@ -436,14 +438,16 @@ def _report(outcome: Any, output: Output, save_to: Path | None = None) -> None:
         raise typer.Exit(PARTIAL if outcome.partitions else FAILED)
 
 
-def _rollback(bootstrap: str, group: str, path: Path, execute: bool, output: Output) -> None:
+def _rollback(
+    bootstrap: str, command_config: Path | None, group: str, path: Path, execute: bool, output: Output
+) -> None:
     from kafka_health.remediate.offset_reset import SavedOffsets, read_group, rollback_offsets, rollback_plan
 
     try:
         saved = SavedOffsets.from_file(path, group)
     except (ValueError, OSError, ValidationError) as exc:
         raise _fail(f"cannot read {path}: {exc}") from None
-    with _admin(bootstrap) as admin:
+    with _admin(bootstrap, command_config) as admin:
         try:
             live_group = read_group(admin, saved.group)
             entries = rollback_plan(admin, saved)

@@ -23,7 +23,7 @@ from typing import Annotated
 
 import typer
 
-from kafka_health.cli import quiet
+from kafka_health.cli import kafka_options, quiet
 from kafka_health.models.policy import (
     BrokerIdMapping,
     BrokerIdSource,
@@ -78,6 +78,7 @@ def restart(
         ),
     ],
     namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the broker pods.")],
+    command_config: kafka_options.CommandConfig = None,
     statefulset: Annotated[
         str | None, typer.Option("--statefulset", help="The brokers' StatefulSet (broker id = ordinal).")
     ] = None,
@@ -151,7 +152,7 @@ def restart(
         k8s = K8s(load_config(kubeconfig))
     except Exception as exc:
         raise _fail(f"no Kubernetes API: {exc}") from None
-    with KafkaAdmin({"bootstrap.servers": bootstrap_servers}) as admin:
+    with KafkaAdmin(kafka_options.connection(bootstrap_servers, command_config)) as admin:
         snapshot = collect_snapshot(admin, bootstrap_servers, _now)
         if not snapshot.reachable:
             raise _fail(f"cluster {bootstrap_servers} unreachable: {snapshot.missing[0].reason}")

@@ -29,6 +29,7 @@ _KAFKA_PYTHON_NAMES = {
     "ssl.certificate.location": "ssl_certfile",
     "ssl.key.location": "ssl_keyfile",
     "ssl.key.password": "ssl_password",
+    "ssl.endpoint.identification.algorithm": "ssl_check_hostname",  # https → True, none → False
 }
 SECRET_KEYS = frozenset({"sasl.password", "ssl.key.password"})
 REDACTED = "***"
@@ -59,6 +60,11 @@ class ConnectionConfig:
             options["security.protocol"] = options["security.protocol"].upper()
             if options["security.protocol"] not in PROTOCOLS:
                 raise ConnectionConfigError(f"security.protocol must be one of {', '.join(PROTOCOLS)}")
+        if "ssl.endpoint.identification.algorithm" in options:
+            algorithm = options["ssl.endpoint.identification.algorithm"].lower() or "none"
+            if algorithm not in ("https", "none"):
+                raise ConnectionConfigError("ssl.endpoint.identification.algorithm must be https or none")
+            options["ssl.endpoint.identification.algorithm"] = algorithm
         if "sasl.mechanism" in options:
             options["sasl.mechanism"] = options["sasl.mechanism"].upper()
             if options["sasl.mechanism"] not in SASL_MECHANISMS:
@@ -82,6 +88,9 @@ class ConnectionConfig:
         """Keyword arguments for kafka-python clients."""
         kwargs: dict[str, Any] = {"bootstrap_servers": self.bootstrap_servers.split(",")}
         for key, value in self.options.items():
+            if key == "ssl.endpoint.identification.algorithm":
+                kwargs[_KAFKA_PYTHON_NAMES[key]] = value == "https"
+                continue
             kwargs[_KAFKA_PYTHON_NAMES[key]] = value
         return kwargs
 
