@@ -44,7 +44,7 @@ def collect(bootstrap_servers: str, cluster: str, command_config: Path | None = 
         return collect_snapshot(admin, cluster, lambda: datetime.now(UTC))
 
 
-def render(diagnosis: Diagnosis, output: Output, members: bool = False) -> str:
+def render(diagnosis: Diagnosis, output: Output) -> str:
     if output is Output.json:
         return diagnosis.model_dump_json(indent=2) + "\n"
     if output is Output.html:
@@ -53,7 +53,7 @@ def render(diagnosis: Diagnosis, output: Output, members: bool = False) -> str:
         return html.render(diagnosis)
     from kafka_health.report import table
 
-    return table.render(diagnosis, members=members)
+    return table.render(diagnosis)
 
 
 def diagnose(
@@ -87,13 +87,6 @@ def diagnose(
         ),
     ] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="table, json or html.")] = Output.table,
-    members: Annotated[
-        bool,
-        typer.Option(
-            "--members",
-            help="table: list each incident's findings under it (json and html always carry them).",
-        ),
-    ] = False,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the report to FILE instead of stdout.")
     ] = None,
@@ -124,8 +117,7 @@ def diagnose(
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
 ) -> None:
-    """Read a Kafka cluster, run the Spark checks, print the incidents: findings grouped by root
-    cause (a broker down, a never-safe topic, a lagging group, ...), worst first.
+    """Read a Kafka cluster, run the Spark checks, print the findings.
 
     Exit codes: 0 healthy, 1 warnings, 4 critical (an unreachable cluster is critical);
     2 usage error; 3 the command could not run (unreadable snapshot, Spark failure).
@@ -185,7 +177,7 @@ def diagnose(
     except Exception as exc:  # Spark reports JVM and connection errors as many types
         raise _fail(f"the diagnosis failed: {type(exc).__name__}: {exc}{see_log}") from exc
 
-    text = render(diagnosis, output, members)
+    text = render(diagnosis, output)
     if out is not None:
         out.write_text(text)
         typer.echo(f"{output.value} report written to {out}", err=True)
