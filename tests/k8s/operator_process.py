@@ -108,14 +108,21 @@ class OperatorProcess:
 
 
 def chart_operator(
-    cp: ControlPlane, workdir: Path, namespace: str, *, extra_namespaces: tuple[str, ...] = ()
+    cp: ControlPlane,
+    workdir: Path,
+    namespace: str,
+    *,
+    extra_namespaces: tuple[str, ...] = (),
+    lock_namespace: str = "",
+    release: str | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> tuple[OperatorProcess, OperatorIdentity]:
     """The operator as the Helm chart deploys it: the chart's ServiceAccount, Role(s), bindings
     and KopfPeering applied to the API server, the process authenticated as that ServiceAccount
     (a TokenRequest token) and started with the chart's own container args. A verb the operator
     needs and the chart does not grant fails the e2e test that needs it."""
-    release = f"kho-{namespace}"
-    values = chart_values(watch=[namespace], extra_namespaces=extra_namespaces)
+    release = release or f"kho-{namespace}"
+    values = chart_values(watch=[namespace], extra_namespaces=extra_namespaces, lock_namespace=lock_namespace)
     workdir.mkdir(parents=True, exist_ok=True)
     ident = install_operator_identity(
         cp,
@@ -124,9 +131,10 @@ def chart_operator(
         watch=[namespace],
         extra_namespaces=extra_namespaces,
         out_dir=workdir,
+        lock_namespace=lock_namespace,
     )
     args = operator_args(values, release=release, namespace=namespace)
-    return OperatorProcess(cp, workdir, [], *args, kubeconfig=ident.kubeconfig), ident
+    return OperatorProcess(cp, workdir, [], *args, *extra_args, kubeconfig=ident.kubeconfig), ident
 
 
 def kubectl(

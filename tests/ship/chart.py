@@ -135,12 +135,14 @@ def chart_values(
     all_namespaces: bool = False,
     extra_namespaces: Sequence[str] = (),
     peering: bool = True,
+    lock_namespace: str = "",
 ) -> dict[str, Any]:
-    """Values selecting a watch mode (the knobs that change RBAC)."""
+    """Values selecting a watch mode and the lock namespace (the knobs that change RBAC)."""
     return {
         "watch": {"allNamespaces": all_namespaces, "namespaces": list(watch)},
         "rbac": {"extraNamespaces": list(extra_namespaces)},
         "peering": {"enabled": peering, "name": "kafka-health"},
+        "lockNamespace": lock_namespace,
     }
 
 
@@ -266,6 +268,7 @@ def install_operator_identity(
     peering: bool = True,
     token_seconds: int = 3600,
     out_dir: Path | None = None,
+    lock_namespace: str = "",
 ) -> OperatorIdentity:
     """Apply the chart's ServiceAccount, RBAC and peering objects (nothing else) for `release` in
     `namespace` to the control plane (`kafka_health.testbed.controlplane.ControlPlane`), and
@@ -275,7 +278,11 @@ def install_operator_identity(
     admin = Path(control_plane.kubeconfig)
     install_crds(admin, bin_dir)
     values = chart_values(
-        watch=watch, all_namespaces=all_namespaces, extra_namespaces=extra_namespaces, peering=peering
+        watch=watch,
+        all_namespaces=all_namespaces,
+        extra_namespaces=extra_namespaces,
+        peering=peering,
+        lock_namespace=lock_namespace,
     )
     objs = [
         o

@@ -35,6 +35,9 @@ PEERING_CLUSTER = {
 }
 DISCOVERY = {("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"}}
 NAMESPACES = {("", "namespaces"): {"list", "watch"}}
+LOCK_ARGS = ["--lock-namespace=kafka-health", "--lock-ttl=30"]
+LOCK = {("coordination.k8s.io", "leases"): {"get", "create", "update", "delete"}}
+"""The per-Kafka-cluster action lock, in the lock namespace (default: the release namespace)."""
 BROKERS_ONLY = {
     ("", "pods"): {"get", "list", "watch", "delete"},
     ("apps", "statefulsets"): {"get", "list"},
@@ -102,6 +105,8 @@ def test_default_render_has_the_expected_objects(helm_bin: str) -> None:
             "ClusterRole",
             "ClusterRoleBinding",
             "Role",
+            "RoleBinding",
+            "Role",  # the cluster action lock's Leases
             "RoleBinding",
             "Service",
             "Deployment",
@@ -179,15 +184,15 @@ def test_probes_and_ports(helm_bin: str) -> None:
     ("values", "expected"),
     [
         ({}, ["operator", "--namespace=kafka-health", "--metrics-port=8080", "--health-port=8081",
-              "--history-dir=/var/lib/kafka-health/history", "--peering=kafka-health", "--log-format=json"]),
+              "--history-dir=/var/lib/kafka-health/history", "--peering=kafka-health", *LOCK_ARGS, "--log-format=json"]),
         ({"watch": {"namespaces": ["a", "b"]}, "ports": {"metrics": 9090, "health": 9091}},
          ["operator", "--namespace=a", "--namespace=b", "--metrics-port=9090", "--health-port=9091",
-          "--history-dir=/var/lib/kafka-health/history", "--peering=kafka-health", "--log-format=json"]),
+          "--history-dir=/var/lib/kafka-health/history", "--peering=kafka-health", *LOCK_ARGS, "--log-format=json"]),
         ({"watch": {"allNamespaces": True}, "peering": {"enabled": False, "name": "kafka-health"},
           "logFormat": "text", "verbose": True,
           "spark": {"remote": "sc://spark-connect:15002", "driverMemory": "6g"}},
          ["operator", "--all-namespaces", "--metrics-port=8080", "--health-port=8081",
-          "--history-dir=/var/lib/kafka-health/history", "--standalone", "--log-format=text", "--verbose",
+          "--history-dir=/var/lib/kafka-health/history", "--standalone", *LOCK_ARGS, "--log-format=text", "--verbose",
           "--spark-remote=sc://spark-connect:15002", "--spark-driver-memory=6g"]),
     ],
     ids=["release-namespace", "two-namespaces", "all-namespaces-standalone"],
@@ -244,14 +249,27 @@ def test_peering_objects_per_mode(helm_bin: str) -> None:
 def test_rbac_release_namespace_only(helm_bin: str) -> None:
     rules = chart.operator_rules()
     assert set(rules) == {"kafka-health", None}
-    assert as_table(rules["kafka-health"]) == SERVED_NAMESPACE | PEERING_NAMESPACED
+    assert as_table(rules["kafka-health"]) == SERVED_NAMESPACE | PEERING_NAMESPACED | LOCK
     assert as_table(rules[None]) == DISCOVERY
+
+
+def test_rbac_lock_namespace_is_shared_by_installs(helm_bin: str) -> None:
+    """lockNamespace: the Leases' Role goes there (and only there), the flag names it."""
+    values = {**chart.chart_values(watch=["payments"]), "lockNamespace": "kafka-locks"}
+    rules = chart.operator_rules(values)
+    assert set(rules) == {"payments", "kafka-locks", None}
+    assert as_table(rules["kafka-locks"]) == LOCK
+    assert "--lock-namespace=kafka-locks" in chart.operator_args(
+        values, release="r", namespace="kafka-health"
+    )
+    assert "--lock-namespace=kafka-health" in chart.operator_args(None, release="r", namespace="kafka-health")
 
 
 def test_rbac_listed_namespaces_and_broker_namespaces(helm_bin: str) -> None:
     values = chart.chart_values(watch=["kafka", "payments"], extra_namespaces=["kafka-brokers", "kafka"])
     rules = chart.operator_rules(values)
-    assert set(rules) == {"kafka", "payments", "kafka-brokers", None}
+    assert set(rules) == {"kafka", "payments", "kafka-brokers", "kafka-health", None}
+    assert as_table(rules["kafka-health"]) == LOCK
     for ns in ("kafka", "payments"):
         assert as_table(rules[ns]) == SERVED_NAMESPACE | PEERING_NAMESPACED
     # A namespace both served and listed as a broker namespace gets no second Role.
@@ -261,15 +279,16 @@ def test_rbac_listed_namespaces_and_broker_namespaces(helm_bin: str) -> None:
 
 def test_rbac_all_namespaces(helm_bin: str) -> None:
     rules = chart.operator_rules(chart.chart_values(all_namespaces=True, extra_namespaces=["ignored"]))
-    assert set(rules) == {None}
+    assert set(rules) == {None, "kafka-health"}
     assert as_table(rules[None]) == SERVED_NAMESPACE | DISCOVERY | NAMESPACES | PEERING_CLUSTER
+    assert as_table(rules["kafka-health"]) == LOCK  # the Leases: a Role in the lock namespace only
     objs = render(chart.chart_values(all_namespaces=True))
-    assert not find(objs, "Role") and not find(objs, "RoleBinding")
+    assert [r["metadata"]["name"] for r in find(objs, "Role")] == ["khp-kafka-health-operator-lock"]
 
 
 def test_rbac_standalone_has_no_peering_rules(helm_bin: str) -> None:
     rules = chart.operator_rules(chart.chart_values(peering=False))
-    assert as_table(rules["kafka-health"]) == SERVED_NAMESPACE
+    assert as_table(rules["kafka-health"]) == SERVED_NAMESPACE | LOCK
     rules = chart.operator_rules(chart.chart_values(all_namespaces=True, peering=False))
     assert as_table(rules[None]) == SERVED_NAMESPACE | DISCOVERY | NAMESPACES
 
@@ -282,7 +301,7 @@ def test_rbac_never_grants_wildcards_or_escalation(helm_bin: str) -> None:
                     assert "*" not in rule[key], rule
                 assert not {"escalate", "bind", "impersonate", "create"} & set(rule["verbs"]) or rule[
                     "resources"
-                ] in (["events"], ["configmaps"]), rule
+                ] in (["events"], ["configmaps"], ["leases"]), rule
                 assert "resourceNames" not in rule or rule["resourceNames"]
 
 

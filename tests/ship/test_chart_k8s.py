@@ -187,6 +187,8 @@ DENIED_SERVED = [
     ("rbac.authorization.k8s.io", "roles", "", ["get", "create", "bind", "escalate"]),
     ("coordination.k8s.io", "leases", "", ["get", "create"]),
 ]
+LOCK = [("coordination.k8s.io", "leases", "", ["get", "create", "update", "delete"])]
+LOCK_DENIED = [("coordination.k8s.io", "leases", "", ["list", "watch", "patch", "deletecollection"])]
 BROKERS = [
     ("", "pods", "", ["get", "list", "watch", "delete"]),
     ("apps", "statefulsets", "", ["get", "list"]),
@@ -248,6 +250,10 @@ def test_chart_rbac_namespaced_grants_exactly_the_contract(
         wrong += check(k8s_api, user, ALLOWED_SERVED, other, False)
         # The operator's own namespace is not served: nothing there either.
         wrong += check(k8s_api, user, ALLOWED_SERVED, k8s_namespace, False)
+        # ... but the cluster action lock: Leases in the lock namespace (default: the release's).
+        wrong += check(k8s_api, user, LOCK, k8s_namespace, True)
+        wrong += check(k8s_api, user, LOCK_DENIED, k8s_namespace, False)
+        wrong += check(k8s_api, user, LOCK, served, False)
         wrong += check(
             k8s_api,
             user,

@@ -88,6 +88,18 @@ Kopf's peerings are kopf.dev/v1 (crds/kopf-peering.yaml). A cluster may also hav
 zalando.org/v1 peering CRDs of an older Kopf-based operator; Kopf then serves both groups, so
 both are listed for the peering resources (same verbs; without it Kopf fails with 403 there).
 */}}
+{{/* The namespace of the per-Kafka-cluster action Leases. */}}
+{{- define "kho.lockNamespace" -}}
+{{- .Values.lockNamespace | default .Release.Namespace -}}
+{{- end }}
+
+{{/* The per-Kafka-cluster action lock (Leases in the lock namespace; compare-and-swap writes). */}}
+{{- define "kho.rules.lock" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "create", "update", "delete"]
+{{- end }}
+
 {{- define "kho.rules.policies" -}}
 - apiGroups: ["kafkahealth.io"]
   resources: ["kafkahealthpolicies"]

@@ -60,6 +60,24 @@ def operator(
         str | None,
         typer.Option(envvar="KUBECONFIG", help="Kubeconfig (default: in-cluster, then ~/.kube/config)."),
     ] = None,
+    lock_namespace: Annotated[
+        str | None,
+        typer.Option(
+            envvar="KAFKA_HEALTH_LOCK_NAMESPACE",
+            help="Namespace of the per-Kafka-cluster action Leases; every operator install that may act "
+            "on the same Kafka cluster must use the same one (default: POD_NAMESPACE, else the first "
+            "--namespace, else default).",
+        ),
+    ] = None,
+    lock_ttl: Annotated[
+        int,
+        typer.Option(
+            min=5,
+            max=3600,
+            help="Seconds a cluster Lease stays valid without renewal (renewed every third of it); keep "
+            "it below Kopf's peering lifetime (60 s).",
+        ),
+    ] = 30,
 ) -> None:
     """Run the operator: diagnose every KafkaHealthPolicy each interval and report in its status."""
     from kafka_health.controller.app import default_work_dir, run
@@ -78,6 +96,10 @@ def operator(
         spark_remote=spark_remote,
         spark_driver_memory=spark_driver_memory.lower(),
         clusterwide=all_namespaces,
+        lock_namespace=lock_namespace
+        or os.environ.get("POD_NAMESPACE")
+        or (namespace[0] if namespace else "default"),
+        lock_ttl_seconds=lock_ttl,
     )
     run(
         namespaces=list(namespace or []),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
 from kafka_health.collect.snapshot import collect_snapshot
+from kafka_health.controller.cluster_lease import LeaseLost, read_lock
 from kafka_health.controller.credentials import CredentialsError, connection_for
 from kafka_health.controller.runtime import Runtime
 from kafka_health.diagnose.from_policy import enabled, thresholds_for, with_roll_consequence
@@ -38,7 +39,7 @@ from kafka_health.models.policy import (
 )
 from kafka_health.models.reasons import ProblemReason
 from kafka_health.models.snapshot import ClusterSnapshot
-from kafka_health.plan import Decision, Verdict
+from kafka_health.plan import Decision, Verdict, cluster_key
 from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods
 from kafka_health.report.status import CycleOutcome, Problem, status_after_cycle, status_patch
 
@@ -230,6 +231,10 @@ class PolicyWorker:
                         new_status = self.remediate(
                             metadata, raw_spec, new_status, outcome.diagnosis, persist, on_event
                         )
+                    except LeaseLost as exc:
+                        # Another replica acts on the cluster now, from status: write nothing.
+                        log.warning("remediation of %s/%s stopped: %s", ns, name, exc)
+                        return
                     except Exception:
                         log.exception("remediation of %s/%s failed; status keeps the diagnosis", ns, name)
             persist(new_status)
@@ -249,9 +254,14 @@ class PolicyWorker:
                 return
             status = parse_status(stored.get("status"))
             metadata = dict(stored.get("metadata") or {})
-            self.write_status(
-                self.remediate(metadata, raw_spec, status, self.last_diagnosis, self.write_status, on_event)
-            )
+            try:
+                after = self.remediate(
+                    metadata, raw_spec, status, self.last_diagnosis, self.write_status, on_event
+                )
+            except LeaseLost as exc:
+                log.warning("remediation of %s/%s stopped: %s", self.namespace, self.name, exc)
+                return
+            self.write_status(after)
 
     def write_status(self, status: KafkaHealthPolicyStatus) -> None:
         """Write status now (the caller holds `status_lock`; inline executors call this after every step)."""
@@ -320,6 +330,7 @@ class PolicyWorker:
         from kafka_health.controller.remediation import ActContext, act, decide
 
         spec = parse_spec(raw_spec)
+        lock_settings = self.runtime.settings.lock
         admin = self.admin
         snapshot = self.live_snapshot()
         if admin is None or snapshot is None:
@@ -341,6 +352,8 @@ class PolicyWorker:
             now=now,
             offsets_for_times=offsets_for_times,
             broker_pods_ready=self.broker_pods_ready(spec),
+            lock=read_lock(self.runtime.k8s, lock_settings, cluster_key(spec.cluster, snapshot)),
+            replica=lock_settings.replica,
         )
         rolling = in_flight is not None and in_flight.action is ActionType.ROLLING_RESTART
         starting = (
@@ -366,6 +379,7 @@ class PolicyWorker:
             persist=persist,
             clock=lambda: datetime.now(UTC),
             on_event=on_event,
+            lock=lock_settings,
         )
         return act(decision, status, ctx)
 

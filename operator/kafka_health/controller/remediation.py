@@ -1,14 +1,15 @@
 """The remediation half of a cycle: plan on the live snapshot, write the decision to status,
 and hand an action to its executor.
 
-The cluster lock (one action per Kafka cluster across policies) lives in this process: peering
-guarantees one active operator, so an in-memory record is authoritative. It is released when
-an action ends.
+One actor per Kafka cluster: every action (and every resumed step) first takes the cluster's
+Lease (`controller/cluster_lease.py`); an action whose Lease someone else holds is withheld
+with ClusterLocked. Every executor checks the Lease (compare-and-swap renewal) right before each
+step that touches the cluster, and status writes check it too: a replica that lost it (frozen
+longer than the TTL, paused, cut off) raises `LeaseLost` and writes nothing more.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -16,6 +17,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from kafka_health.collect.kafka_admin import KafkaAdmin
+from kafka_health.controller.cluster_lease import ClusterLease, LeaseLost, LockSettings
 from kafka_health.k8s.client import K8s
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.policy import (
@@ -29,8 +31,10 @@ from kafka_health.models.policy import (
     KafkaHealthPolicyStatus,
     NeverSafePartitions,
     OffsetResetResult,
+    RemediationStep,
     RequestState,
     RollingRestartResult,
+    WithheldAction,
     WithheldReason,
     append_history,
 )
@@ -43,40 +47,19 @@ from kafka_health.plan import (
     PolicyRef,
     Verdict,
     breaker_reset_token,
+    check_cluster_lock,
     cluster_key,
     plan,
     timestamp_lookups,
 )
+from kafka_health.plan.decision import merge_withheld
 from kafka_health.report import metrics
 from kafka_health.report.remediation_status import apply_decision
 from kafka_health.report.status import HALTED, set_condition
 
-_LOCKS: dict[str, ClusterLock] = {}
-_LOCKS_GUARD = threading.Lock()
+__all__ = ["ActContext", "LeaseLost", "act", "count_held", "decide", "locked_status"]
 
 OffsetsForTimes = Callable[[datetime, list[tuple[str, int]]], Mapping[tuple[str, int], int | None]]
-
-
-def lock_for(key: str) -> ClusterLock | None:
-    with _LOCKS_GUARD:
-        return _LOCKS.get(key)
-
-
-def take_lock(lock: ClusterLock) -> bool:
-    """Take or renew the cluster's lock for `lock.holder`; False when another policy holds it."""
-    with _LOCKS_GUARD:
-        held = _LOCKS.get(lock.cluster)
-        if held is not None and held.holder != lock.holder:
-            return False
-        _LOCKS[lock.cluster] = lock
-        return True
-
-
-def release_lock(key: str, holder: str) -> None:
-    with _LOCKS_GUARD:
-        held = _LOCKS.get(key)
-        if held is not None and held.holder == holder:
-            del _LOCKS[key]
 
 
 def decide(
@@ -89,11 +72,12 @@ def decide(
     now: datetime,
     offsets_for_times: OffsetsForTimes | None = None,
     broker_pods_ready: Mapping[int, bool] | None = None,
+    lock: ClusterLock | None = None,
+    replica: str | None = None,
 ) -> tuple[Decision, KafkaHealthPolicyStatus]:
-    """Plan once on the live snapshot (and the broker pods' readiness read with it); the
-    decision and the status it implies."""
+    """Plan once on the live snapshot (and the broker pods' readiness and the cluster's lock,
+    read with it); the decision and the status it implies."""
     policy = PolicyRef.from_metadata(metadata)
-    key = cluster_key(spec.cluster, snapshot)
     ctx = PlanContext(
         policy=policy,
         spec=spec,
@@ -101,7 +85,8 @@ def decide(
         snapshot=snapshot,
         now=now,
         diagnosis=diagnosis,
-        lock=lock_for(key),
+        lock=lock,
+        replica=replica,
         broker_pods_ready=broker_pods_ready,
     )
     lookups = timestamp_lookups(ctx)
@@ -149,54 +134,124 @@ class ActContext:
     persist: Persist
     clock: Clock
     on_event: Callable[[str, str, str], None]  # (type, reason, message)
+    lock: LockSettings
+    """Where the cluster Leases live, this replica's name, their TTL."""
     sleep: Callable[[float], None] = time.sleep
     """How executors wait between polls; the roll driver's raises when the policy's work stops."""
+    lease: ClusterLease | None = None
+    """A Lease already held across calls (the roll driver's, for the whole roll); None: each
+    action takes its own and releases it when it ends."""
+    guard: Callable[[], None] = lambda: None
+    """Called before each step that touches the cluster, with the Lease check: the roll driver's
+    raises when the policy's work stops (peering paused this replica, shutdown)."""
+    conflict: ClusterLock | None = None
+    """Set by `act` when someone else held the cluster's Lease (the action was withheld)."""
+
+
+def _take(
+    ctx: ActContext, policy: PolicyRef, action: ActionType, id: str | None, plan_id: str | None
+) -> ClusterLease | ClusterLock:
+    """The cluster's Lease for this action, held now; or the lock record of whoever holds it."""
+    lease = ctx.lease
+    if lease is None or lease.cluster != cluster_key(ctx.spec.cluster, ctx.snapshot):
+        lease = ClusterLease(
+            ctx.k8s,
+            ctx.lock,
+            cluster=cluster_key(ctx.spec.cluster, ctx.snapshot),
+            policy=policy.key,
+            action=action,
+            id=id,
+            plan_id=plan_id,
+            clock=ctx.clock,
+        )
+    held = lease.acquire()
+    return held if held is not None else lease
+
+
+def _step_guard(ctx: ActContext, lease: ClusterLease) -> Callable[[], None]:
+    """Right before a step that touches the cluster: still ours to act (compare-and-swap renewal)."""
+
+    def guard() -> None:
+        ctx.guard()
+        lease.ensure(fresh=True)
+
+    return guard
+
+
+def _guarded_persist(ctx: ActContext, lease: ClusterLease) -> Persist:
+    """Status writes only while the Lease is ours: a replica that lost it never overwrites the
+    progress of the one that holds it now."""
+
+    def persist(status: KafkaHealthPolicyStatus) -> None:
+        lease.ensure(fresh=False)
+        ctx.persist(status)
+
+    return persist
+
+
+def locked_status(
+    status: KafkaHealthPolicyStatus,
+    action: ActionType,
+    id: str | None,
+    held: ClusterLock,
+    now: datetime,
+    lock: LockSettings,
+    policy: str,
+) -> KafkaHealthPolicyStatus:
+    """`status` with the action withheld: ClusterLocked by whoever holds the cluster's Lease."""
+    hold = check_cluster_lock(held, policy, now, lock.ttl, replica=lock.replica)
+    message = hold.message if hold is not None else f"ClusterLocked by {held.describe()}"
+    out = status.model_copy(deep=True)
+    item = WithheldAction(
+        action=action,
+        id=id,
+        reason=WithheldReason.CLUSTER_LOCKED,
+        message=message[:1000],
+        retry_at=hold.retry_at if hold is not None else None,
+    )
+    others = [w for w in status.withheld or [] if (w.action, w.id) != (action, id)]
+    out.withheld = merge_withheld(status.withheld, [item], now) + others
+    return out
+
+
+def _locked(
+    status: KafkaHealthPolicyStatus,
+    action: ActionType,
+    id: str | None,
+    held: ClusterLock,
+    ctx: ActContext,
+    policy: PolicyRef,
+) -> KafkaHealthPolicyStatus:
+    ctx.conflict = held
+    return locked_status(status, action, id, held, ctx.clock(), ctx.lock, policy.key)
 
 
 def act(decision: Decision, status: KafkaHealthPolicyStatus, ctx: ActContext) -> KafkaHealthPolicyStatus:
-    """Carry out `decision` (verdict Act or Resume); returns the status after it."""
+    """Carry out `decision` (verdict Act, Resume or Halt) under the cluster's Lease; returns the
+    status after it. Raises LeaseLost when the Lease was lost mid-action (write nothing then)."""
     policy = PolicyRef.from_metadata(ctx.metadata)
-    if decision.verdict is Verdict.HALT:
-        return _halt_waiting_roll(decision, status, ctx, policy)
-    if decision.verdict is Verdict.RESUME:
-        return _resume(status, ctx, policy)
+    if decision.verdict in (Verdict.HALT, Verdict.RESUME):
+        current = status.current_remediation
+        assert current is not None
+        taken = _take(ctx, policy, current.action, current.id, current.plan_id)
+        if isinstance(taken, ClusterLock):
+            return _locked(status, current.action, current.id, taken, ctx, policy)
+        if decision.verdict is Verdict.HALT:
+            return _halt_waiting_roll(decision, status, ctx, policy, taken)
+        return _resume(status, ctx, policy, taken)
     action = decision.action
     assert action is not None
-    now = ctx.clock()
-    key = cluster_key(ctx.spec.cluster, ctx.snapshot)
-    if not _lock_for_action(key, policy, action, acquired_at=now, renewed_at=now):
-        return status  # another policy took the cluster since planning; the next cycle reports it
+    taken = _take(ctx, policy, action.action, action.id, action.plan_id)
+    if isinstance(taken, ClusterLock):
+        return _locked(status, action.action, action.id, taken, ctx, policy)
+    if action.action is ActionType.ROLLING_RESTART:
+        return _restart_next_broker(action, status, ctx, policy, taken)
     try:
         if action.action is ActionType.PREFERRED_LEADER_ELECTION:
-            return _elect(action, status, ctx, policy)
-        if action.action is ActionType.OFFSET_RESET:
-            return _reset_offsets(action, status, ctx, policy)
-        return _restart_next_broker(action, status, ctx, policy)
+            return _elect(action, status, ctx, policy, taken)
+        return _reset_offsets(action, status, ctx, policy, taken)
     finally:
-        if status.current_remediation is None or action.action is not ActionType.ROLLING_RESTART:
-            release_lock(key, policy.key)
-
-
-def _lock_for_action(
-    key: str,
-    policy: PolicyRef,
-    action: PlannedAction | CurrentRemediation,
-    *,
-    acquired_at: datetime,
-    renewed_at: datetime,
-) -> bool:
-    """Take the cluster's lock for `action` (a planned one, or one resumed from status)."""
-    return take_lock(
-        ClusterLock(
-            cluster=key,
-            holder=policy.key,
-            action=action.action,
-            id=action.id,
-            plan_id=action.plan_id,
-            acquired_at=acquired_at,
-            renewed_at=renewed_at,
-        )
-    )
+        taken.release()
 
 
 def _record(status: KafkaHealthPolicyStatus, record: ActionRecord | None) -> None:
@@ -213,7 +268,11 @@ def _with_result(results: list[_Result] | None, result: _Result) -> list[_Result
 
 
 def _elect(
-    action: PlannedAction, status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
+    action: PlannedAction,
+    status: KafkaHealthPolicyStatus,
+    ctx: ActContext,
+    policy: PolicyRef,
+    lease: ClusterLease,
 ) -> KafkaHealthPolicyStatus:
     from kafka_health.remediate.leader_election import execute_election
 
@@ -224,13 +283,13 @@ def _elect(
         action=action.action,
         id=action.id or action.plan_id,
         plan_id=action.plan_id,
-        step="Electing",
+        step=RemediationStep.ELECTING,
         started_at=started,
         message=action.summary[:1000],
     )
-    ctx.persist(out)
+    _guarded_persist(ctx, lease)(out)
     ctx.on_event("Normal", "ElectionStarted", action.summary)
-    outcome = execute_election(ctx.admin, action.election)
+    outcome = execute_election(ctx.admin, action.election, guard=_step_guard(ctx, lease))
     _record(
         out,
         outcome.record(
@@ -255,7 +314,11 @@ def _elect(
 
 
 def _reset_offsets(
-    action: PlannedAction, status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
+    action: PlannedAction,
+    status: KafkaHealthPolicyStatus,
+    ctx: ActContext,
+    policy: PolicyRef,
+    lease: ClusterLease,
 ) -> KafkaHealthPolicyStatus:
     from kafka_health.remediate.offset_reset import execute_offset_reset
 
@@ -266,10 +329,10 @@ def _reset_offsets(
         action=action.action,
         id=action.id,
         plan_id=action.plan_id,
-        step="ResettingOffsets",
+        step=RemediationStep.RESETTING_OFFSETS,
         started_at=started,
     )
-    ctx.persist(out)
+    _guarded_persist(ctx, lease)(out)
     outcome = execute_offset_reset(
         ctx.admin,
         ctx.k8s,
@@ -279,6 +342,7 @@ def _reset_offsets(
         request_id=action.id,
         owner_reference=_owner(ctx.metadata),
         clock=ctx.clock,
+        guard=_step_guard(ctx, lease),
     )
     previous = next((r for r in out.offset_resets or [] if r.id == action.id), None)
     result = outcome.result(previous, ctx.clock())
@@ -315,11 +379,13 @@ def _owner(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _resume(status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef) -> KafkaHealthPolicyStatus:
+def _resume(
+    status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef, lease: ClusterLease
+) -> KafkaHealthPolicyStatus:
     current = status.current_remediation
     assert current is not None
     if current.action is ActionType.ROLLING_RESTART:
-        return _resume_roll(status, ctx, policy)
+        return _resume_roll(status, ctx, policy, lease)
     # An election or offset reset interrupted by an operator restart: short actions, not resumed
     # blindly. Record the interruption; the planner plans again (an applied reset is found by its
     # saved-offsets ConfigMap and never repeated).
@@ -347,7 +413,7 @@ def _resume(status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef)
             for r in out.offset_resets or []
         ] or None
     out.current_remediation = None
-    release_lock(cluster_key(ctx.spec.cluster, ctx.snapshot), policy.key)
+    lease.release()
     return out
 
 
@@ -355,11 +421,15 @@ def _resume(status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef)
 # Rolling restart: one broker per call; status.currentRemediation carries the roll between calls.
 
 
-def _roll_persist(out: KafkaHealthPolicyStatus, ctx: ActContext) -> Callable[[CurrentRemediation], None]:
+def _roll_persist(
+    out: KafkaHealthPolicyStatus, ctx: ActContext, lease: ClusterLease
+) -> Callable[[CurrentRemediation], None]:
+    persist_status = _guarded_persist(ctx, lease)
+
     def persist(current: CurrentRemediation) -> None:
         out.current_remediation = current
         _set_roll_result(out, current, RequestState.RUNNING, current.message or current.step)
-        ctx.persist(out)
+        persist_status(out)
 
     return persist
 
@@ -410,6 +480,7 @@ def _halt(
     result: RollingRestartResult,
     ctx: ActContext,
     policy: PolicyRef,
+    lease: ClusterLease,
 ) -> None:
     """Stop the roll in `out`: Failed under its id, Degraded (RemediationHalted) until the spec
     changes, a RollHalted Event; the cluster lock is released. Nothing else is touched."""
@@ -437,7 +508,7 @@ def _halt(
     )
     ctx.on_event("Warning", "RollHalted", f"{current.id}: {message}")
     metrics.count_remediation(policy.namespace, policy.name, ActionType.ROLLING_RESTART.value, "failed")
-    release_lock(cluster_key(ctx.spec.cluster, ctx.snapshot), policy.key)
+    lease.release()
 
 
 def _next_steps(current: CurrentRemediation) -> str:
@@ -454,7 +525,11 @@ def _next_steps(current: CurrentRemediation) -> str:
 
 
 def _halt_waiting_roll(
-    decision: Decision, status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
+    decision: Decision,
+    status: KafkaHealthPolicyStatus,
+    ctx: ActContext,
+    policy: PolicyRef,
+    lease: ClusterLease,
 ) -> KafkaHealthPolicyStatus:
     """Verdict Halt: the next broker stayed unsafe past timeouts.safeToRestart."""
     current = status.current_remediation
@@ -476,7 +551,8 @@ def _halt_waiting_roll(
         )[:1000],
     )
     out = status.model_copy(deep=True)
-    _halt(out, current, result, ctx, policy)
+    lease.ensure(fresh=False)
+    _halt(out, current, result, ctx, policy, lease)
     return out
 
 
@@ -502,7 +578,11 @@ def _roll_started(current: CurrentRemediation | None, action: PlannedAction | No
 
 
 def _restart_next_broker(
-    action: PlannedAction | None, status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
+    action: PlannedAction | None,
+    status: KafkaHealthPolicyStatus,
+    ctx: ActContext,
+    policy: PolicyRef,
+    lease: ClusterLease,
 ) -> KafkaHealthPolicyStatus:
     from kafka_health.remediate.rolling_restart import halted_result, restart_broker
 
@@ -519,13 +599,15 @@ def _restart_next_broker(
         namespace=pods.namespace or policy.namespace,
         timeouts=ctx.spec.remediation.rolling_restart.timeouts,
         current=status.current_remediation,
-        persist=_roll_persist(out, ctx),
+        persist=_roll_persist(out, ctx, lease),
         clock=ctx.clock,
         sleep=ctx.sleep,
         plan_id=action.plan_id if action is not None else None,
         cluster_name=f"{policy.namespace}.{policy.name}",
         refuse_never_safe=rr.never_safe_partitions is NeverSafePartitions.REFUSE,
+        guard=_step_guard(ctx, lease),
     )
+    lease.ensure(fresh=False)  # the outcome is reported only while the roll is still ours
     if outcome.ok:
         out.current_remediation = outcome.current
         _set_roll_result(out, outcome.current, RequestState.RUNNING, outcome.message)
@@ -539,21 +621,19 @@ def _restart_next_broker(
     # Failed: halt. Nothing else is restarted; Degraded until the spec changes.
     result = halted_result(outcome, clock=ctx.clock)
     result = result.model_copy(update={"message": f"{result.message}. {_next_steps(outcome.current)}"[:1000]})
-    _halt(out, outcome.current, result, ctx, policy)
+    _halt(out, outcome.current, result, ctx, policy, lease)
     return out
 
 
 def _resume_roll(
-    status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef
+    status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef, lease: ClusterLease
 ) -> KafkaHealthPolicyStatus:
     from kafka_health.remediate.rolling_restart import finish_roll
 
     current = status.current_remediation
     assert current is not None
-    key = cluster_key(ctx.spec.cluster, ctx.snapshot)
-    _lock_for_action(key, policy, current, acquired_at=current.started_at, renewed_at=ctx.clock())
     if current.current_broker is not None:
-        return _restart_next_broker(None, status, ctx, policy)
+        return _restart_next_broker(None, status, ctx, policy, lease)
     rr = ctx.spec.remediation.rolling_restart
     result, _ = finish_roll(
         current,
@@ -562,11 +642,13 @@ def _resume_roll(
         election_batch_size=ctx.spec.remediation.preferred_leader_election.batch_size,
         cluster_name=f"{policy.namespace}.{policy.name}",
         clock=ctx.clock,
+        guard=_step_guard(ctx, lease),
     )
+    lease.ensure(fresh=False)
     out = status.model_copy(deep=True)
     _end_roll(out, current, result, ActionOutcome.SUCCEEDED, ctx, policy)
     out.remediation_summary = (result.message or "rolling restart done")[:256]
     ctx.on_event("Normal", "RollSucceeded", f"{current.id}: {result.message}")
     metrics.count_remediation(policy.namespace, policy.name, ActionType.ROLLING_RESTART.value, "succeeded")
-    release_lock(key, policy.key)
+    lease.release()
     return out

@@ -14,6 +14,15 @@ window closed, mode changed, cluster locked) it stops, and the next cycle starts
 Status: the driver and the cycle share one lock per policy; the driver writes only the
 remediation fields (`merge_remediation`) over the status as stored, so the cycle's diagnosis
 and the driver's roll progress never overwrite each other.
+
+One actor per cluster: each turn first takes (or renews) the cluster's Lease, and the driver
+writes status and acts only while it holds it. Another replica of this policy holding it (a
+hand-over in progress: it is finishing its step) → the driver writes nothing and waits for the
+Lease to be handed over or to expire; another policy holding it → ClusterLocked in status, and
+the driver waits. When the driver stops with the roll still in flight (peering paused this
+replica, shutdown, a hold by choice) it hands the Lease over to the policy's next replica;
+when it finds the Lease lost (`LeaseLost`: this process was frozen longer than the TTL and
+another replica took over) it stops at once and writes nothing more.
 """
 
 from __future__ import annotations
@@ -26,16 +35,20 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kafka_health.collect.snapshot import collect_snapshot
+from kafka_health.controller.cluster_lease import ClusterLease, LeaseLost
 from kafka_health.k8s.client import K8sError
 from kafka_health.models.policy import (
     ActionType,
+    CurrentRemediation,
+    KafkaHealthPolicySpec,
     KafkaHealthPolicyStatus,
     PolicyError,
     WithheldReason,
     parse_spec,
     parse_status,
 )
-from kafka_health.plan import Decision, Verdict
+from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health.plan import Decision, PolicyRef, Verdict, cluster_key
 from kafka_health.remediate.rolling_restart import Step
 from kafka_health.report.status import merge_remediation, status_patch
 
@@ -78,6 +91,8 @@ class RollDriver:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self.lease: ClusterLease | None = None
+        """The cluster's Lease while this driver holds it (for the whole roll)."""
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, first: tuple[Decision, KafkaHealthPolicyStatus] | None = None) -> None:
@@ -105,9 +120,49 @@ class RollDriver:
         if self.stopping.wait(max(0.0, seconds)):
             raise Stopped
 
+    def guard(self) -> None:
+        """Before a step that touches the cluster: the policy's work has not stopped (a replica
+        paused by peering takes no further step; the Lease check follows it)."""
+        if self.stopping.is_set():
+            raise Stopped
+
+    # ------------------------------------------------------------------ the lease
+    def _lease_for(
+        self, key: str, policy: PolicyRef, action: ActionType, id: str | None, plan_id: str | None
+    ) -> ClusterLease:
+        """The driver's Lease object for this cluster (held or not yet)."""
+        if self.lease is None or self.lease.cluster != key or not self.lease.held:
+            if self.lease is not None and self.lease.held:
+                self.lease.hand_over()
+            self.lease = ClusterLease(
+                self.worker.runtime.k8s,
+                self.worker.runtime.settings.lock,
+                cluster=key,
+                policy=policy.key,
+                action=action,
+                id=id,
+                plan_id=plan_id,
+                clock=self.clock,
+            )
+        return self.lease
+
+    def _let_go(self) -> None:
+        """Leaving with the roll still in flight: hand the Lease over (released already when the
+        roll ended: `act` deletes it)."""
+        if self.lease is not None and self.lease.held:
+            self.lease.hand_over()
+        self.lease = None
+
     # ------------------------------------------------------------------ status
     def persist(self, status: KafkaHealthPolicyStatus) -> None:
-        """Write the roll's fields over the status as stored now (under the policy's lock)."""
+        """Write the roll's fields over the status as stored now (under the policy's lock), only
+        while this driver holds the cluster's Lease (LeaseLost otherwise)."""
+        if self.lease is None:
+            raise LeaseLost("the roll driver writes status only while it holds the cluster lock")
+        self.lease.ensure(fresh=False)
+        self._write(status)
+
+    def _write(self, status: KafkaHealthPolicyStatus) -> None:
         w = self.worker
         k8s = w.runtime.k8s
         with w.status_lock:
@@ -130,14 +185,26 @@ class RollDriver:
                 if stored is None:
                     return
                 self._act(
-                    *first, metadata=dict(stored.get("metadata") or {}), raw_spec=stored.get("spec") or {}
+                    *first,
+                    metadata=dict(stored.get("metadata") or {}),
+                    raw_spec=stored.get("spec") or {},
+                    snapshot=w.last_snapshot,
                 )
             while not self.stopping.is_set() and self._turn():
                 pass
         except Stopped:
             log.info("roll of %s/%s: stopped; the next start resumes it from status", w.namespace, w.name)
+        except LeaseLost as exc:
+            log.warning(
+                "roll of %s/%s: stopped, %s; its holder carries it on from status", w.namespace, w.name, exc
+            )
         except Exception:
             log.exception("roll of %s/%s failed; the next cycle takes it up from status", w.namespace, w.name)
+        finally:
+            try:
+                self._let_go()
+            except Exception:
+                log.exception("roll of %s/%s: the cluster lock was not handed over", w.namespace, w.name)
 
     def _turn(self) -> bool:
         """One decision on live state and what it calls for; False when the driver is done."""
@@ -159,9 +226,13 @@ class RollDriver:
         if admin is None:
             return False
         snapshot = collect_snapshot(admin, w.cluster_name, self.clock, safety_only=True)
+        metadata = dict(stored.get("metadata") or {})
+        if not self._hold(spec, snapshot, metadata, status, current):
+            self.sleep(POLL_SECONDS)  # someone else holds the cluster: wait for its Lease
+            return True
         pods_ready = w.broker_pods_ready(spec)
         decision, new_status = decide(
-            metadata=dict(stored.get("metadata") or {}),
+            metadata=metadata,
             spec=spec,
             status=status,
             snapshot=snapshot,
@@ -184,13 +255,39 @@ class RollDriver:
         after = self._act(
             decision,
             new_status,
-            metadata=dict(stored.get("metadata") or {}),
+            metadata=metadata,
             raw_spec=stored.get("spec") or {},
+            snapshot=snapshot,
         )
         current_after = after.current_remediation
         if current_after is not None and current_after.step == Step.WAITING_FOR_SAFETY:
             self.sleep(POLL_SECONDS)  # the executor's own re-check refused: do not spin
         return True
+
+    def _hold(
+        self,
+        spec: KafkaHealthPolicySpec,
+        snapshot: ClusterSnapshot,
+        metadata: dict[str, Any],
+        status: KafkaHealthPolicyStatus,
+        current: CurrentRemediation,
+    ) -> bool:
+        """Take or renew the cluster's Lease for this roll; False when someone else holds it
+        (another policy: ClusterLocked in status; another replica of this policy: nothing written)."""
+        from kafka_health.controller.remediation import locked_status
+
+        policy = PolicyRef.from_metadata(metadata)
+        key = cluster_key(spec.cluster, snapshot)
+        lease = self._lease_for(key, policy, current.action, current.id, current.plan_id)
+        held = lease.acquire()
+        if held is None:
+            return True
+        if held.holder != policy.key:
+            lock = self.worker.runtime.settings.lock
+            self._write(
+                locked_status(status, current.action, current.id, held, self.clock(), lock, policy.key)
+            )
+        return False
 
     def _act(
         self,
@@ -199,6 +296,7 @@ class RollDriver:
         *,
         metadata: dict[str, Any],
         raw_spec: dict[str, Any],
+        snapshot: ClusterSnapshot | None,
     ) -> KafkaHealthPolicyStatus:
         from kafka_health.controller.remediation import ActContext, act
 
@@ -206,18 +304,34 @@ class RollDriver:
         admin = w.admin
         if admin is None:
             return status
-        self.persist(status)
+        spec = parse_spec(raw_spec)
+        policy = PolicyRef.from_metadata(metadata)
+        what = decision.action or status.current_remediation
+        assert what is not None
+        lease = self._lease_for(
+            cluster_key(spec.cluster, snapshot), policy, what.action, what.id, what.plan_id
+        )
         ctx = ActContext(
             metadata=metadata,
-            spec=parse_spec(raw_spec),
-            snapshot=w.last_snapshot,
+            spec=spec,
+            snapshot=snapshot,
             admin=admin,
             k8s=w.runtime.k8s,
             persist=self.persist,
             clock=self.clock,
             on_event=self.on_event,
+            lock=w.runtime.settings.lock,
             sleep=self.sleep,
+            lease=lease,
+            guard=self.guard,
         )
         after = act(decision, status, ctx)
-        self.persist(after)
+        if ctx.conflict is not None:
+            if ctx.conflict.holder != policy.key:
+                self._write(after)  # ClusterLocked by another policy, in our status
+            return after
+        if lease.held:
+            self.persist(after)
+        else:
+            self._write(after)  # the roll ended and act released the Lease: its final status
         return after

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kafka_health.controller.cluster_lease import LockSettings, default_replica
 from kafka_health.k8s.client import K8s
+from kafka_health.plan.cluster_lock import DEFAULT_LOCK_TTL
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -26,6 +29,17 @@ class OperatorSettings:
     spark_remote: str | None = None
     spark_driver_memory: str = "1g"
     clusterwide: bool = False
+    lock_namespace: str = "default"
+    """Where the per-Kafka-cluster action Leases live (every install acting on a cluster must share it)."""
+    lock_ttl_seconds: int = int(DEFAULT_LOCK_TTL.total_seconds())
+    replica: str = field(default_factory=default_replica)
+    """This process in the cluster Leases' holder (Kopf's peering id: POD_ID, else host and pid)."""
+
+    @property
+    def lock(self) -> LockSettings:
+        return LockSettings(
+            namespace=self.lock_namespace, replica=self.replica, ttl=timedelta(seconds=self.lock_ttl_seconds)
+        )
 
 
 @dataclass

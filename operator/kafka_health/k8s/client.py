@@ -8,7 +8,8 @@ into a message).
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client, config
@@ -43,6 +44,73 @@ class PodInfo:
     deleting: bool
 
 
+@dataclass(frozen=True)
+class LeaseRecord:
+    """A `coordination.k8s.io/v1` Lease as the operator uses it (the cluster action lock).
+
+    `resource_version` is what a compare-and-swap replace must carry; `annotations` hold the
+    holder's typed fields (see `controller/cluster_lease.py`)."""
+
+    name: str
+    namespace: str
+    holder_identity: str | None
+    lease_duration_seconds: int | None
+    acquire_time: datetime | None = None
+    renew_time: datetime | None = None
+    lease_transitions: int = 0
+    annotations: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    resource_version: str | None = None
+
+
+def _micro_time(value: datetime | None) -> str | None:
+    """A Lease MicroTime: RFC 3339 with exactly six fraction digits, in UTC (the API server's format;
+    `datetime.isoformat()` drops the fraction when it is zero, which the server refuses)."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _lease_body(lease: LeaseRecord) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": lease.name,
+        "namespace": lease.namespace,
+        "labels": dict(lease.labels),
+        "annotations": dict(lease.annotations),
+    }
+    if lease.resource_version is not None:
+        metadata["resourceVersion"] = lease.resource_version
+    spec = {
+        "holderIdentity": lease.holder_identity,
+        "leaseDurationSeconds": lease.lease_duration_seconds,
+        "acquireTime": _micro_time(lease.acquire_time),
+        "renewTime": _micro_time(lease.renew_time),
+        "leaseTransitions": lease.lease_transitions,
+    }
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": {k: v for k, v in spec.items() if v is not None},
+    }
+
+
+def _lease_record(obj: Any) -> LeaseRecord:
+    spec = obj.spec
+    return LeaseRecord(
+        name=obj.metadata.name,
+        namespace=obj.metadata.namespace,
+        holder_identity=spec.holder_identity if spec else None,
+        lease_duration_seconds=spec.lease_duration_seconds if spec else None,
+        acquire_time=spec.acquire_time if spec else None,
+        renew_time=spec.renew_time if spec else None,
+        lease_transitions=(spec.lease_transitions or 0) if spec else 0,
+        annotations=dict(obj.metadata.annotations or {}),
+        labels=dict(obj.metadata.labels or {}),
+        resource_version=obj.metadata.resource_version,
+    )
+
+
 def load_config(kubeconfig: str | None = None) -> client.ApiClient:
     """In-cluster config when running in a pod, else the kubeconfig (KUBECONFIG or the given path)."""
     try:
@@ -62,6 +130,50 @@ class K8s:
         self.core = client.CoreV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
         self.apps = client.AppsV1Api(api_client)
+        self.coordination = client.CoordinationV1Api(api_client)
+
+    # ---------------------------------------------------------------- leases (the cluster lock)
+    # Every write is a compare-and-swap: create fails with 409 when the Lease exists; replace and
+    # delete carry the resourceVersion read, and fail with 409 when anyone wrote it since.
+    def read_lease(self, namespace: str, name: str) -> LeaseRecord | None:
+        try:
+            return _lease_record(self.coordination.read_namespaced_lease(name, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise _wrap(f"Lease {namespace}/{name}", exc) from None
+
+    def create_lease(self, lease: LeaseRecord) -> LeaseRecord:
+        """Create `lease` (409 K8sError when it exists already)."""
+        body: Any = _lease_body(lease)  # a plain dict: MicroTime strings exactly as the server wants them
+        body["metadata"].pop("resourceVersion", None)
+        try:
+            return _lease_record(self.coordination.create_namespaced_lease(lease.namespace, body))
+        except ApiException as exc:
+            raise _wrap(f"create Lease {lease.namespace}/{lease.name}", exc) from None
+
+    def replace_lease(self, lease: LeaseRecord) -> LeaseRecord:
+        """Replace the Lease if it is still at `lease.resource_version` (409 K8sError when not)."""
+        if lease.resource_version is None:
+            raise ValueError("replace_lease needs the resourceVersion read (compare-and-swap)")
+        try:
+            body: Any = _lease_body(lease)
+            return _lease_record(
+                self.coordination.replace_namespaced_lease(lease.name, lease.namespace, body)
+            )
+        except ApiException as exc:
+            raise _wrap(f"replace Lease {lease.namespace}/{lease.name}", exc) from None
+
+    def delete_lease(self, namespace: str, name: str, resource_version: str) -> bool:
+        """Delete the Lease if it is still at `resource_version`; False when it changed or is gone."""
+        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version))
+        try:
+            self.coordination.delete_namespaced_lease(name, namespace, body=body)
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                return False
+            raise _wrap(f"delete Lease {namespace}/{name}", exc) from None
+        return True
 
     # ---------------------------------------------------------------- secrets
     def read_secret_value(self, namespace: str, name: str, key: str) -> str:

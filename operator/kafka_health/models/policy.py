@@ -1220,7 +1220,9 @@ class CurrentRemediation(_StatusModel):
         None,
         description="Rolling restart: when the last broker became healthy (pauseBetweenBrokers counts from it).",
     )
-    message: str | None = Field(None, description="Details of the step (for people: no state is read back from it).")
+    message: str | None = Field(
+        None, description="Details of the step (for people: no state is read back from it)."
+    )
 
     @field_validator("step", mode="before")
     @classmethod
@@ -1289,6 +1291,7 @@ class RollingRestartResult(_StatusModel):
     started_at: AwareDatetime | None = Field(None, description="When the roll started.")
     finished_at: AwareDatetime | None = Field(None, description="When the roll ended.")
     message: str | None = Field(None, description="Details, e.g. why it halted.")
+_LEGACY_POD_UID = re.compile(r"podUid=([0-9a-fA-F-]+)")
 
 
 class OffsetResetEntry(_StatusModel):
@@ -1345,6 +1348,17 @@ class KafkaHealthPolicyStatus(_StatusModel):
     """What the operator saw and did. Written by the operator only."""
 
     observed_generation: int | None = Field(None, ge=0, description="The spec generation last processed.")
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_pod_uid(cls, data: object) -> object:
+        """Migration only: a roll persisted before `podUid` existed kept the uid in its message
+        (`podUid=<uid>`); read it into the field once. Nothing else is parsed from messages."""
+        if isinstance(data, dict) and not data.get("podUid") and not data.get("pod_uid"):
+            match = _LEGACY_POD_UID.search(str(data.get("message") or ""))
+            if match:
+                return {**data, "podUid": match.group(1)}
+        return data
+
     health: Health = Field(
         Health.UNKNOWN, description="Healthy, Warning, Critical or Unknown (worst finding)."
     )

@@ -173,6 +173,7 @@ def common_holds(
     limits: SafetyLimits = SafetyLimits(),
     group: str | None = None,
     starting: bool = True,
+    replica: str | None = None,
 ) -> list[Hold]:
     """Every guardrail that holds `action` back now. `starting=False` (the next step of an action in
     flight) skips those that only gate a new action: circuit breaker, rate limit, cooldown."""
@@ -192,7 +193,7 @@ def common_holds(
                 breaker_reset_token(policy.annotations),
             )
         )
-    holds.append(check_cluster_lock(lock, policy.key, now, limits.lock_ttl))
+    holds.append(check_cluster_lock(lock, policy.key, now, limits.lock_ttl, replica=replica))
     holds.append(check_window(spec.remediation.maintenance_windows, requires_window(spec, action), now))
     if starting:
         limit = spec.remediation.rate_limits.for_action(action)

@@ -86,6 +86,9 @@ class PlanContext:
     now: datetime
     diagnosis: Diagnosis | None = None
     lock: ClusterLock | None = None
+    """The cluster's action lock as read now (the Lease), None when free."""
+    replica: str | None = None
+    """This operator replica (the lock's holder names it); None: any replica of the policy."""
     offsets_for_times: Mapping[str, Mapping[tuple[str, int], int | None]] = field(default_factory=dict)
     """Per offset-reset request id: ListOffsets results for `timestamp_lookups(ctx)[id]`."""
     limits: SafetyLimits = field(default_factory=SafetyLimits)
@@ -159,6 +162,7 @@ def _holds(
         limits=ctx.limits,
         group=group,
         starting=starting,
+        replica=ctx.replica,
     )
 
 

@@ -175,15 +175,22 @@ def _recheck(
 
 
 def execute_election(
-    admin: KafkaAdmin, plan: ElectionPlan, *, progress: Progress | None = None
+    admin: KafkaAdmin,
+    plan: ElectionPlan,
+    *,
+    progress: Progress | None = None,
+    guard: Callable[[], None] = lambda: None,
 ) -> ElectionOutcome:
     """Run the plan's batches in order; see the module docstring. `progress(batch_number,
-    outcome_so_far)` is called after each batch (persist the step there)."""
+    outcome_so_far)` is called after each batch (persist the step there). `guard()` runs right
+    before each ElectLeaders request: it raises (the operator's LeaseLost) to stop between batches."""
     outcome = ElectionOutcome(batches_total=len(plan.batches))
     for index, batch in enumerate(plan.batches, start=1):
         try:
             send, settled, seen = _recheck(batch, admin, index)
             outcome.partitions.extend(settled)
+            if send:
+                guard()
             results = admin.elect_preferred([(tp.topic, tp.partition) for tp in send]) if send else {}
         except AdminCallError as exc:
             outcome.failed_reason = f"batch {index}: {exc}"

@@ -368,7 +368,9 @@ def _committed(admin: KafkaAdmin, group: str) -> dict[Key, int | None]:
     return {(o.topic, o.partition): o.committed_offset for o in read.values.get(group, [])}
 
 
-def _apply(admin: KafkaAdmin, group: str, entries: list[PartitionReset]) -> bool:
+def _apply(
+    admin: KafkaAdmin, group: str, entries: list[PartitionReset], *, guard: Callable[[], None] = lambda: None
+) -> bool:
     """Clamp to live [log start, log end], alter, read back; fills `after`/`error` in place.
 
     Returns True, without reading back, when Kafka refused every partition because the group has
@@ -394,7 +396,7 @@ def _apply(admin: KafkaAdmin, group: str, entries: list[PartitionReset]) -> bool
             e.clamped = True
             e.target = clamped
         targets[key] = clamped
-    errors = _alter(admin, group, targets) if targets else {}
+    errors = _alter(admin, group, targets, guard=guard) if targets else {}
     for e in entries:
         key = (e.topic, e.partition)
         if key in errors:
@@ -412,10 +414,19 @@ def _apply(admin: KafkaAdmin, group: str, entries: list[PartitionReset]) -> bool
 _RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")
 
 
-def _alter(admin: KafkaAdmin, group: str, targets: dict[Key, int], attempts: int = 4) -> dict[Key, str]:
-    """Alter, retrying (same targets: idempotent) the partitions the coordinator was not ready for."""
+def _alter(
+    admin: KafkaAdmin,
+    group: str,
+    targets: dict[Key, int],
+    attempts: int = 4,
+    *,
+    guard: Callable[[], None] = lambda: None,
+) -> dict[Key, str]:
+    """Alter, retrying (same targets: idempotent) the partitions the coordinator was not ready for;
+    `guard()` before each commit."""
     pending, errors = dict(targets), {}
     for attempt in range(attempts):
+        guard()
         try:
             altered = admin.alter_group_offsets(group, pending)
             errors.update(altered.errors)
@@ -465,8 +476,11 @@ def apply_offset_reset(
     saved_name: str,
     labels: Mapping[str, str] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    guard: Callable[[], None] = lambda: None,
 ) -> OffsetResetOutcome:
-    """The reset with the offsets before saved in `store` under `saved_name`; see the module docstring."""
+    """The reset with the offsets before saved in `store` under `saved_name`; see the module docstring.
+    `guard()` runs right before the offsets are saved (the once-per-id marker) and before each
+    commit: it raises (the operator's LeaseLost) to stop there."""
 
     def outcome(state: ResetState, message: str, **kw: Any) -> OffsetResetOutcome:
         return OffsetResetOutcome(
@@ -511,6 +525,7 @@ def apply_offset_reset(
         request_id=plan.request_id,
         partitions=[SavedPartition(topic=e.topic, partition=e.partition, offset=e.before) for e in entries],
     )
+    guard()
     try:
         store.create(saved_name, saved.data(), dict(labels or {}))
     except FileExistsError:
@@ -534,7 +549,7 @@ def apply_offset_reset(
             ResetState.FAILED, f"could not save the offsets before the reset: {exc}; nothing changed"
         )
     try:
-        refused_for_members = _apply(admin, plan.group, entries)
+        refused_for_members = _apply(admin, plan.group, entries, guard=guard)
     except AdminCallError as exc:
         return outcome(
             ResetState.FAILED,
@@ -590,6 +605,7 @@ def execute_offset_reset(
     request_id: str,
     owner_reference: dict[str, Any] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    guard: Callable[[], None] = lambda: None,
 ) -> OffsetResetOutcome:
     """The operator's reset: once per `request_id`, the offsets before saved in the ConfigMap
     `saved_offsets_name(policy_name, request_id)` (labelled with policy and request, owned by
@@ -603,6 +619,7 @@ def execute_offset_reset(
         saved_name=saved_offsets_name(policy_name, request_id),
         labels={LABEL_POLICY: _label(policy_name), LABEL_REQUEST: _label(request_id)},
         clock=clock,
+        guard=guard,
     )
 
 

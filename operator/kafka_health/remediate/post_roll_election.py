@@ -24,8 +24,9 @@ def elect_preferred_for(
     batch_size: int = 100,
     cluster_name: str = "kafka",
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    guard: Callable[[], None] = lambda: None,
 ) -> ElectionOutcome:
     """Elect preferred leaders for the partitions preferring one of `brokers` (live plan, then the calls)."""
     snapshot = collect_snapshot(admin, cluster_name, clock)
     plan = plan_preferred_election(snapshot, batch_size=batch_size, brokers=set(brokers))
-    return execute_election(admin, plan)
+    return execute_election(admin, plan, guard=guard)

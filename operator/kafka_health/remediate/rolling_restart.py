@@ -30,12 +30,10 @@ first failure, then (optionally) a preferred leader election for the restarted b
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from typing import Literal, TypeVar
 
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
@@ -47,6 +45,7 @@ from kafka_health.models.policy import (
     ActionType,
     BrokerPods,
     CurrentRemediation,
+    RemediationStep,
     RequestState,
     RestartTimeouts,
     RollingRestartResult,
@@ -65,20 +64,9 @@ Persist = Callable[[CurrentRemediation], None]
 T = TypeVar("T")
 
 
-class Step(StrEnum):
-    """The executor's steps (status.currentRemediation.step)."""
+Step = RemediationStep
+"""The executor's steps (status.currentRemediation.step): the one step enum of every executor."""
 
-    WAITING_FOR_SAFETY = "WaitingForSafety"
-    """Between brokers: the live re-check refused the next broker; nothing was touched."""
-    CHECKING_SAFETY = "CheckingSafety"
-    DELETING_POD = "DeletingPod"
-    WAITING_POD_READY = "WaitingPodReady"
-    WAITING_BROKER_REGISTERED = "WaitingBrokerRegistered"
-    WAITING_URP_ZERO = "WaitingUrpZero"
-    DONE = "Done"
-
-
-_UID = re.compile(r"podUid=([0-9a-fA-F-]+)")
 POLL_SECONDS = 1.0
 
 OutcomeKind = Literal["done", "unsafe", "failed"]
@@ -116,16 +104,9 @@ class _Failed(Exception):
 
 
 def pod_uid_of(current: CurrentRemediation | None) -> str | None:
-    """The uid of the pod being restarted: `current.podUid`; for a roll persisted by an older
-    version (no such field), the `podUid=<uid>` it wrote into `current.message`."""
-    if current is None:
-        return None
-    if current.pod_uid:
-        return current.pod_uid
-    if not current.message:
-        return None
-    match = _UID.search(current.message)
-    return match.group(1) if match else None
+    """The uid of the pod being restarted (`current.podUid`; a roll persisted by an older version
+    is migrated when its status is read: `models.policy.CurrentRemediation`)."""
+    return current.pod_uid if current is not None else None
 
 
 def _seconds(duration: str) -> float:
@@ -154,6 +135,7 @@ def restart_broker(
     max_voter_lag: int = 100,
     max_voter_lag_ms: int = 5_000,
     refuse_never_safe: bool = False,
+    guard: Callable[[], None] = lambda: None,
 ) -> BrokerRestartOutcome:
     """Restart one broker of a roll, or continue the one in flight.
 
@@ -161,6 +143,9 @@ def restart_broker(
       (None for the first broker of a roll; `plan_id` then names the plan).
     - Verdict RESUME with `current.current_broker` set: `step` may be None; the broker, the
       step reached and the pod uid come from `current`.
+
+    `guard()` runs right before the pod delete (the one step that touches the cluster); it raises
+    (the operator's LeaseLost, the roll driver's Stopped) to stop the roll there, nothing half done.
     """
     now = clock()
     if current is not None and current.current_broker is not None:
@@ -169,10 +154,7 @@ def restart_broker(
             raise ValueError(
                 f"step names broker {step.next_broker} but broker {current.current_broker} is in flight"
             )
-        try:
-            at = Step(current.step)
-        except ValueError:
-            at = Step.CHECKING_SAFETY
+        at = Step(current.step)
         base = current
     else:
         if step is None:
@@ -184,7 +166,7 @@ def restart_broker(
                 action=ActionType.ROLLING_RESTART,
                 id=step.request_id,
                 plan_id=plan_id or f"roll-{step.request_id}",
-                step=str(Step.CHECKING_SAFETY),
+                step=Step.CHECKING_SAFETY,
                 started_at=now,
                 brokers_planned=list(step.done) + list(step.order),
                 brokers_done=list(step.done),
@@ -199,11 +181,13 @@ def restart_broker(
 
     state = base
 
-    def save(new_step: Step, message: str, **extra: object) -> CurrentRemediation:
+    def save(new_step: Step, message: str, timeout: str | None = None, **extra: object) -> CurrentRemediation:
         nonlocal state
+        started = clock()
         update: dict[str, object] = {
-            "step": str(new_step),
-            "step_started_at": clock(),
+            "step": new_step,
+            "step_started_at": started,
+            "step_deadline": started + timedelta(seconds=_seconds(timeout)) if timeout else None,
             "current_broker": broker,
             "message": message,
             "brokers_planned": list(planned),
@@ -265,7 +249,7 @@ def restart_broker(
                     update={
                         "current_broker": None,
                         "pod_uid": None,
-                        "step": str(Step.WAITING_FOR_SAFETY),
+                        "step": Step.WAITING_FOR_SAFETY,
                         "message": safety.summary(),
                     }
                 )
@@ -290,13 +274,18 @@ def restart_broker(
         if at is Step.DELETING_POD:
             pod = _pod_of(k8s, pods_spec, namespace, broker)
             if pod is not None and pod.pod.uid == old_uid and not pod.pod.deleting:
+                guard()  # still ours to act (the cluster Lease), right before the delete
                 try:
                     k8s.delete_pod(pod.pod.namespace, pod.pod.name, uid=old_uid)
                     deleted = True
                 except K8sError as exc:
                     if exc.status not in (404, 409):  # gone already / another incarnation by now
                         raise _Failed(Step.DELETING_POD, f"broker {broker}: {exc}") from None
-            save(Step.WAITING_POD_READY, f"broker {broker}: waiting for a new Ready pod (old uid {old_uid})")
+            save(
+                Step.WAITING_POD_READY,
+                f"broker {broker}: waiting for a new Ready pod (old uid {old_uid})",
+                timeouts.pod_ready,
+            )
             at = Step.WAITING_POD_READY
 
         # -------------------------------------------------------------- WaitingPodReady
@@ -318,6 +307,7 @@ def restart_broker(
             save(
                 Step.WAITING_BROKER_REGISTERED,
                 f"broker {broker}: pod Ready (new uid {new_uid}); waiting for registration",
+                timeouts.broker_registered,
             )
             at = Step.WAITING_BROKER_REGISTERED
 
@@ -332,6 +322,7 @@ def restart_broker(
             save(
                 Step.WAITING_URP_ZERO,
                 f"broker {broker}: registered; waiting for 0 under-replicated partitions",
+                timeouts.urp_zero,
             )
             at = Step.WAITING_URP_ZERO
 
@@ -351,8 +342,9 @@ def restart_broker(
         finished = clock()
         state = state.model_copy(
             update={
-                "step": str(Step.DONE),
+                "step": Step.DONE,
                 "step_started_at": finished,
+                "step_deadline": None,
                 "current_broker": None,
                 "pod_uid": None,
                 "brokers_done": list(done),
@@ -583,6 +575,7 @@ def finish_roll(
     election_batch_size: int = 100,
     cluster_name: str = "kafka",
     clock: Clock = _now_utc,
+    guard: Callable[[], None] = lambda: None,
 ) -> tuple[RollingRestartResult, ElectionOutcome | None]:
     """Every broker restarted (Verdict RESUME "finish it"): the optional post-roll preferred
     election for the restarted brokers, and the Succeeded result to record under the request id.
@@ -592,7 +585,7 @@ def finish_roll(
     election: ElectionOutcome | None = None
     if post_roll_election and done:
         election = elect_preferred_for(
-            admin, done, batch_size=election_batch_size, cluster_name=cluster_name, clock=clock
+            admin, done, batch_size=election_batch_size, cluster_name=cluster_name, clock=clock, guard=guard
         )
         message += f"; {election.summary()}"
     result = RollingRestartResult(

@@ -28,10 +28,12 @@ from kafka_health.plan.approval import approvals, check_approval, plan_digest, p
 from kafka_health.plan.circuit_breaker import breaker_reset_token, check_circuit_breaker, consecutive_failures
 from kafka_health.plan.cluster_lock import (
     ClusterLock,
+    LockVerdict,
     check_cluster_lock,
     cluster_key,
     lock_is_stale,
     lock_name,
+    lock_verdict,
 )
 from kafka_health.plan.guardrails import (
     PolicyRef,
@@ -235,14 +237,16 @@ def test_breaker_reset_token_reads_the_annotation() -> None:
 # --- cluster lock ------------------------------------------------------------------------------
 
 
-def lock(holder: str, renewed_minutes_ago: int = 1) -> ClusterLock:
+def lock(holder: str, renewed_seconds_ago: int = 5, replica: str | None = "pod-a") -> ClusterLock:
     return ClusterLock(
         cluster="id:c",
         holder=holder,
+        replica=replica,
         action=ROLL,
         id="r1",
         acquired_at=NOW - timedelta(hours=1),
-        renewed_at=NOW - timedelta(minutes=renewed_minutes_ago),
+        renewed_at=NOW - timedelta(seconds=renewed_seconds_ago),
+        ttl_seconds=30,
     )
 
 
@@ -251,15 +255,49 @@ def test_lock_free_or_ours_passes_and_another_policy_conflicts() -> None:
     assert check_cluster_lock(lock("kafka/main"), "kafka/main", NOW) is None
     hold = check_cluster_lock(lock("other/policy"), "kafka/main", NOW)
     assert hold is not None and hold.reason is WithheldReason.CLUSTER_LOCKED
-    assert (
-        "conflict" in hold.message and "other/policy" in hold.message and "RollingRestart r1" in hold.message
-    )
+    assert hold.message.startswith("ClusterLocked by other/policy (RollingRestart r1) on replica pod-a"), hold
+    assert hold.retry_at == NOW + timedelta(seconds=25)  # when it expires unless renewed
 
 
 def test_a_stale_lock_can_be_taken_over() -> None:
-    stale = lock("other/policy", renewed_minutes_ago=11)
+    stale = lock("other/policy", renewed_seconds_ago=31)
     assert lock_is_stale(stale, NOW)
     assert check_cluster_lock(stale, "kafka/main", NOW) is None
+    assert not lock_is_stale(lock("other/policy", renewed_seconds_ago=30), NOW)
+
+
+@pytest.mark.parametrize(
+    ("holder", "replica", "renewed", "me", "verdict"),
+    [
+        (None, None, 0, "pod-a", LockVerdict.FREE),
+        ("kafka/main", "pod-a", 5, "pod-a", LockVerdict.OURS),
+        # Same policy, another replica still renewing: a hand-over in progress, not ours yet.
+        ("kafka/main", "pod-b", 5, "pod-a", LockVerdict.CONFLICT),
+        # ... handed over (replica cleared): the policy's next replica takes it at once.
+        ("kafka/main", None, 5, "pod-a", LockVerdict.HANDED_OVER),
+        # ... but a handed-over lock is still another policy's until it expires.
+        ("other/policy", None, 5, "pod-a", LockVerdict.CONFLICT),
+        ("other/policy", "pod-a", 5, "pod-a", LockVerdict.CONFLICT),
+        # A frozen holder (not renewed for longer than the TTL): anyone takes it.
+        ("kafka/main", "pod-b", 31, "pod-a", LockVerdict.EXPIRED),
+        ("other/policy", "pod-b", 31, "pod-a", LockVerdict.EXPIRED),
+    ],
+)
+def test_lock_verdicts(
+    holder: str | None, replica: str | None, renewed: int, me: str, verdict: LockVerdict
+) -> None:
+    current = lock(holder, renewed_seconds_ago=renewed, replica=replica) if holder else None
+    assert lock_verdict(current, "kafka/main", NOW, replica=me) is verdict
+    # The planner does not know replicas: any replica of the policy counts as ours there.
+    if holder == "kafka/main" and renewed < 30:
+        assert lock_verdict(current, "kafka/main", NOW) is not LockVerdict.CONFLICT
+
+
+def test_the_lock_records_own_ttl_wins_over_the_default() -> None:
+    short = lock("other/policy", renewed_seconds_ago=8).model_copy(update={"ttl_seconds": 7})
+    assert lock_verdict(short, "kafka/main", NOW, replica="pod-a") is LockVerdict.EXPIRED
+    no_ttl = lock("other/policy", renewed_seconds_ago=8).model_copy(update={"ttl_seconds": None})
+    assert lock_verdict(no_ttl, "kafka/main", NOW, ttl=timedelta(seconds=60)) is LockVerdict.CONFLICT
 
 
 def test_cluster_key_prefers_the_cluster_id_and_normalizes_bootstrap_servers() -> None:

@@ -263,7 +263,7 @@ def in_flight(**current: Any) -> dict[str, Any]:
         "action": "RollingRestart",
         "id": "r1",
         "planId": "roll-abc",
-        "step": "BetweenBrokers",
+        "step": "Done",
         "startedAt": (NOW - timedelta(minutes=20)).isoformat(),
         "brokersPlanned": [1, 2, 3],
         "brokersDone": [1],
@@ -361,7 +361,7 @@ def test_other_actions_in_flight_are_resumed() -> None:
             "action": "OffsetReset",
             "id": "rewind",
             "planId": "reset-1",
-            "step": "Applying",
+            "step": "ResettingOffsets",
             "startedAt": NOW.isoformat(),
         }
     }
