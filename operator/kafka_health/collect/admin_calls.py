@@ -26,6 +26,8 @@ is dropped after `request` seconds.
 from __future__ import annotations
 
 import threading
+import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from typing import Any, TypeVar
@@ -39,7 +41,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
-from kafka_health.collect import logs, parse
+from kafka_health.collect import logs, parse, security_errors
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.kafka_python import KafkaPython
 from kafka_health.collect.results import (
@@ -85,9 +87,13 @@ class AdminCalls:
         self.timeouts = timeouts or Timeouts()
         self._secrets = self.connection.secrets
         logs.SECRETS.add(self._secrets)
+        # Connection errors from librdkafka's error callback (served by poll): (when, code, text),
+        # read when a metadata call fails to say why (authentication, TLS, protocol).
+        self._conn_errors: deque[tuple[float, str, str]] = deque(maxlen=64)
         self._conf: dict[str, Any] = {
             **self.connection.confluent(),
             "logger": logs.install(),
+            "error_cb": self._on_error,
             "socket.timeout.ms": int(self.timeouts.request * 1000),
             "reconnect.backoff.max.ms": 2000,
             "log.connection.close": False,
@@ -117,6 +123,16 @@ class AdminCalls:
         keeper = threading.Timer(2 * self.timeouts.request, lambda c: None, args=(client,))
         keeper.daemon = True
         keeper.start()
+
+    def _on_error(self, err: KafkaError) -> None:
+        self._conn_errors.append((time.monotonic(), err.name(), redact(err.str(), self._secrets)))
+
+    def _why(self, since: float, fallback: str) -> str:
+        """The security failure behind a failed metadata call, if the error callback saw one."""
+        found = security_errors.classify_connection_errors(
+            (code, text) for at, code, text in list(self._conn_errors) if at >= since
+        )
+        return redact(found.message, self._secrets) if found is not None else fallback
 
     def _drain_logs(self) -> None:
         """librdkafka hands log lines to the Python logger only when the client is polled."""
@@ -162,6 +178,7 @@ class AdminCalls:
         So the second half of the budget goes to a fresh client, which then replaces this one.
         """
         half = self.timeouts.metadata / 2
+        started = time.monotonic()
         try:
             md = self.client.list_topics(timeout=half)
         except Exception:
@@ -169,7 +186,9 @@ class AdminCalls:
             try:
                 md = fresh.list_topics(timeout=half)
             except Exception as exc:
-                raise AdminCallError("metadata", self.reason(exc)) from None
+                fresh.poll(0)  # serves the error callback
+                self.client.poll(0)
+                raise AdminCallError("metadata", self._why(started, self.reason(exc))) from None
             finally:
                 fresh.poll(0)
             self._retire(self._admin)

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar
 
-from kafka_health.collect import parse
+from kafka_health.collect import parse, security_errors
 from kafka_health.collect.kafka_admin import (
     AdminCallError,
     BrokerRegistration,
@@ -93,6 +93,11 @@ def collect_snapshot(
             for b in snap.brokers
             if not b.alive
         )
+    # A refused ACL says which operation on which resource (and the grant), not just the code.
+    for m in snap.missing:
+        denied = security_errors.authorization_denied(m.part, m.reason)
+        if denied is not None:
+            m.reason = denied
     return snap
 
 

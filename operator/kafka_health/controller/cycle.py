@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from kafka_health.collect import security_errors
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
 from kafka_health.collect.snapshot import collect_snapshot
@@ -37,7 +38,7 @@ from kafka_health.models.policy import (
     parse_spec,
     parse_status,
 )
-from kafka_health.models.reasons import ProblemReason
+from kafka_health.models.reasons import DegradedReason, ProblemReason
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan import Decision, Verdict, cluster_key
 from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods
@@ -50,6 +51,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAINTENANCE_EVERY = timedelta(hours=1)
+# A metadata read refused for a security reason (collect/security_errors.py) is not "unreachable".
+_SECURITY_PROBLEMS = {
+    security_errors.Kind.AUTHENTICATION: ProblemReason.KAFKA_AUTHENTICATION_FAILED,
+    security_errors.Kind.TLS: ProblemReason.KAFKA_TLS_HANDSHAKE_FAILED,
+    security_errors.Kind.PROTOCOL: ProblemReason.KAFKA_SECURITY_PROTOCOL_MISMATCH,
+}
 FRESH_FOR = timedelta(seconds=5)
 """A cycle's snapshot younger than this counts as live for planning; older, planning reads again."""
 
@@ -150,14 +157,25 @@ class PolicyWorker:
         self.last_snapshot = snapshot
         if not snapshot.reachable:
             reason = next((m.reason for m in snapshot.missing if m.part == "metadata"), "no answer")
+            kind = security_errors.kind_of(reason)
             return CycleOutcome(
                 problem=Problem(
-                    ProblemReason.KAFKA_UNREACHABLE,
+                    _SECURITY_PROBLEMS.get(kind, ProblemReason.KAFKA_UNREACHABLE)
+                    if kind is not None
+                    else ProblemReason.KAFKA_UNREACHABLE,
                     redact(f"Cannot read metadata from {conn.bootstrap_servers}: {reason}", self.secrets)[
                         :1000
                     ],
                 ),
             )
+        denied = [
+            f"{m.part}: {m.reason}"
+            for m in snapshot.missing
+            if security_errors.kind_of(m.reason) is security_errors.Kind.AUTHORIZATION
+        ]
+        if denied:
+            message = "; ".join(denied[:3]) + (f" (and {len(denied) - 3} more)" if len(denied) > 3 else "")
+            blockers.append(Problem(DegradedReason.KAFKA_AUTHORIZATION_DENIED, message[:1000]))
         store = HistoryStore(rt.settings.history_dir)
         written = store.append(snapshot)
         spark = rt.spark()

@@ -27,6 +27,12 @@ class ProblemReason(StrEnum):
     Event once when the problem starts."""
 
     KAFKA_UNREACHABLE = "KafkaUnreachable"
+    KAFKA_AUTHENTICATION_FAILED = "KafkaAuthenticationFailed"
+    """SASL refused the credentials (wrong password, unknown user, a mechanism the listener lacks)."""
+    KAFKA_TLS_HANDSHAKE_FAILED = "KafkaTLSHandshakeFailed"
+    """TLS failed: a CA that did not sign the broker certificate, a host name it does not name, a refused client certificate."""
+    KAFKA_SECURITY_PROTOCOL_MISMATCH = "KafkaSecurityProtocolMismatch"
+    """The client's security.protocol is not the listener's (SASL or TLS to a listener that does not speak it)."""
     SECRET_NOT_FOUND = "SecretNotFound"  # noqa: S105 (a reason, not a secret)
     SECRET_UNREADABLE = "SecretUnreadable"  # noqa: S105 (a reason, not a secret)
     INVALID_SPEC = "InvalidSpec"
@@ -37,6 +43,8 @@ class DegradedReason(StrEnum):
     """Degraded=True while the diagnosis still runs: something blocks remediation."""
 
     CLUSTER_PARTLY_UNREADABLE = "ClusterPartlyUnreadable"
+    KAFKA_AUTHORIZATION_DENIED = "KafkaAuthorizationDenied"
+    """The principal lacks an ACL some part of the snapshot needs; the message names operation and resource."""
     STATEFUL_SET_NOT_FOUND = "StatefulSetNotFound"
     BROKER_PODS_NOT_FOUND = "BrokerPodsNotFound"
     REMEDIATION_HALTED = "RemediationHalted"

@@ -1,0 +1,121 @@
+"""Classification of security failures (pure). The texts are librdkafka 2.16's, as seen on the
+secured testbed (tests/collect/test_secured_real.py proves them against real brokers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_health.collect.security_errors import (
+    Kind,
+    authorization_denied,
+    classify_connection_errors,
+    kind_of,
+)
+
+WRONG_PASSWORD = (
+    "_AUTHENTICATION",
+    "sasl_ssl://127.0.0.1:37092/bootstrap: SASL authentication error: Authentication failed during "
+    "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512 (after 345ms in state AUTH_REQ)",
+)
+BAD_CA = (
+    "_SSL",
+    "sasl_ssl://127.0.0.1:37092/bootstrap: SSL handshake failed: error:0A000086:SSL routines::certificate "
+    "verify failed: broker certificate could not be verified, verify that ssl.ca.location is correctly "
+    "configured or root CA certificates are installed (install ca-certificates package) (after 21ms in state SSL_HANDSHAKE)",
+)
+SASL_ON_PLAINTEXT = (
+    "_AUTHENTICATION",
+    "sasl_plaintext://127.0.0.1:37292/bootstrap: SASL SCRAM-SHA-512 mechanism handshake failed: Broker: "
+    "Request not valid in current SASL state: broker's supported mechanisms:  (after 19ms in state AUTH_HANDSHAKE)",
+)
+TLS_ON_PLAINTEXT = (
+    "_TRANSPORT",
+    "sasl_ssl://127.0.0.1:37292/bootstrap: SSL handshake failed: Disconnected: SSL connection closed by "
+    "peer: connecting to a PLAINTEXT broker listener? (after 35ms in state SSL_HANDSHAKE)",
+)
+WRONG_MECHANISM = (
+    "_AUTHENTICATION",
+    "sasl_ssl://127.0.0.1:37092/bootstrap: SASL PLAIN mechanism handshake failed: Broker: Unsupported SASL "
+    "mechanism: broker's supported mechanisms: SCRAM-SHA-512 (after 308ms in state AUTH_HANDSHAKE)",
+)
+ALL_DOWN = ("_ALL_BROKERS_DOWN", "1/1 brokers are down")
+REFUSED = ("_TRANSPORT", "127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused")
+
+
+@pytest.mark.parametrize(
+    ("errors", "kind", "fix"),
+    [
+        ([WRONG_PASSWORD, ALL_DOWN], Kind.AUTHENTICATION, "spec.cluster.security.sasl.username/password"),
+        ([WRONG_MECHANISM], Kind.AUTHENTICATION, "sasl.mechanism"),
+        ([BAD_CA, ALL_DOWN], Kind.TLS, "spec.cluster.security.tls.ca"),
+        ([SASL_ON_PLAINTEXT], Kind.PROTOCOL, "security.protocol"),
+        ([TLS_ON_PLAINTEXT, ALL_DOWN], Kind.PROTOCOL, "spec.cluster.security.protocol"),
+        (
+            [("_SSL", "ssl://h:1/bootstrap: SSL handshake failed: ...:wrong version number")],
+            Kind.PROTOCOL,
+            "protocol",
+        ),
+        (
+            [("_SSL", "ssl://h:1/0: SSL handshake failed: tlsv13 alert certificate required")],
+            Kind.TLS,
+            "tls.certificate/key",
+        ),
+    ],
+)
+def test_connection_errors(errors: list[tuple[str, str]], kind: Kind, fix: str) -> None:
+    found = classify_connection_errors(errors)
+    assert found is not None and found.kind is kind
+    assert found.message.startswith(f"{kind}: ")
+    assert fix in found.message
+    assert "(after " not in found.message  # timing noise removed
+    assert kind_of(found.message) is kind
+
+
+def test_plain_unreachable_is_not_a_security_failure() -> None:
+    assert classify_connection_errors([REFUSED, ALL_DOWN]) is None
+    assert classify_connection_errors([]) is None
+    assert kind_of("_TRANSPORT: Failed to get metadata: Local: Broker transport failure") is None
+
+
+def test_protocol_mismatch_wins_over_the_consequences() -> None:
+    """A mismatch explains the other failures, so it is the one reported."""
+    found = classify_connection_errors([BAD_CA, SASL_ON_PLAINTEXT, WRONG_PASSWORD])
+    assert found is not None and found.kind is Kind.PROTOCOL
+
+
+@pytest.mark.parametrize(
+    ("part", "reason", "expect"),
+    [
+        (
+            "quorum",
+            "ClusterAuthorizationFailedError: [Error 31] ClusterAuthorizationFailedError",
+            "lacks DESCRIBE on CLUSTER kafka-cluster",
+        ),
+        (
+            "broker_registrations",
+            "CLUSTER_AUTHORIZATION_FAILED: Broker: Cluster authorization failed",
+            "DESCRIBE on CLUSTER",
+        ),
+        (
+            "configs:orders",
+            "TOPIC_AUTHORIZATION_FAILED: Broker: Topic authorization failed",
+            "lacks DESCRIBE_CONFIGS on TOPIC orders",
+        ),
+        (
+            "group:billing",
+            "GROUP_AUTHORIZATION_FAILED: Broker: Group authorization failed",
+            "DESCRIBE on GROUP billing",
+        ),
+        ("group:billing", "TOPIC_AUTHORIZATION_FAILED: x", "DESCRIBE on TOPIC billing"),
+        ("elect_leaders", "CLUSTER_AUTHORIZATION_FAILED: x", "ALTER on CLUSTER kafka-cluster"),
+    ],
+)
+def test_authorization_names_operation_and_resource(part: str, reason: str, expect: str) -> None:
+    message = authorization_denied(part, reason)
+    assert message is not None and expect in message
+    assert "kafka-acls --add" in message
+    assert kind_of(message) is Kind.AUTHORIZATION
+
+
+def test_other_errors_are_not_authorization() -> None:
+    assert authorization_denied("quorum", "KafkaTimeoutError: timed out") is None
