@@ -31,7 +31,7 @@ from tests.k8s.operator_process import (
     wait_status,
 )
 from tests.observability_doc import documented_families, documented_values
-from tests.unit.resources.bad_specs import BAD_SPECS
+from tests.unit.resources.bad_specs import BAD_SPECS, GOOD_SPECS
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 
@@ -308,6 +308,23 @@ def test_invalid_specs_are_rejected_by_the_api_server_naming_the_field(
         kubectl(k8s_control_plane, "delete", "khp", "-n", e2e_ns, "bad")
     assert out.returncode != 0, f"accepted: {bad.description}"
     assert bad.field in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize(("description", "spec"), GOOD_SPECS, ids=[d for d, _ in GOOD_SPECS])
+def test_valid_specs_at_the_limits_are_accepted_by_the_api_server(
+    k8s_control_plane: ControlPlane, e2e_ns: str, description: str, spec: dict[str, Any]
+) -> None:
+    """The other side of the bad specs: the limits themselves are accepted (a dry run)."""
+    body = {
+        "apiVersion": "kafkahealth.io/v1alpha1",
+        "kind": "KafkaHealthPolicy",
+        "metadata": {"name": "good", "namespace": e2e_ns},
+        "spec": spec,
+    }
+    out = kubectl(
+        k8s_control_plane, "create", "--dry-run=server", "-f", "-", input=json.dumps(body), check=False
+    )
+    assert out.returncode == 0, f"{description}: {out.stderr}"
 
 
 def test_deleting_a_policy_stops_its_work(

@@ -14,11 +14,11 @@ import re
 import zoneinfo
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from pydantic import (
     AwareDatetime,
     BaseModel,
@@ -61,6 +61,17 @@ MAX_REQUESTS = 100
 MAX_WITHHELD = 50
 MAX_PLAN_ENTRIES = 1000
 
+INT16_MAX = 2**15 - 1
+"""Kafka's replication factor is an int16."""
+INT32_MAX = 2**31 - 1
+"""Kafka's broker (node) ids and partition numbers are int32."""
+INT64_MAX = 2**63 - 1
+"""Offsets, lags and counts: a Kubernetes integer is an int64, and so is Spark's LongType."""
+DURATION_MAX = "87600h"
+"""The longest duration any field takes (10 years): far below the ~292 years where Go's and CEL's
+durations overflow, and `now - byDuration` stays after 1970 (Kafka reads a negative timestamp
+as LATEST or EARLIEST)."""
+
 
 # --------------------------------------------------------------------------------------------
 # Rule plumbing: one declaration gives the CEL rule (CRD) and the pydantic check.
@@ -101,12 +112,16 @@ class FieldCel:
     """A CEL rule on one field's own value (`self` is the value); the pydantic check is separate."""
 
     rule: CelRule
+    max_length: int | None = None
+    """For a string: its maxLength (the API server needs it to bound the rule's cost)."""
 
     def __get_pydantic_json_schema__(
         self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
     ) -> dict[str, Any]:
         out = handler(schema)
         out.setdefault("x-kubernetes-validations", []).append(self.rule.as_schema())
+        if self.max_length is not None:
+            out["maxLength"] = self.max_length
         return out
 
 
@@ -153,7 +168,10 @@ def parse_duration(text: str) -> timedelta:
     if not re.fullmatch(DURATION_PATTERN, text):
         raise ValueError(f"{text!r} is not a duration: {DURATION_HINT}")
     seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text))
-    return timedelta(seconds=seconds)
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        raise ValueError(f"{text!r} is too long: at most {DURATION_MAX}") from None
 
 
 def format_duration(value: timedelta) -> str:
@@ -171,7 +189,8 @@ class DurationRule:
 
     minimum: str | None = None
     exclusive_minimum: bool = False
-    maximum: str | None = None
+    maximum: str | None = DURATION_MAX
+    whole_days: bool = False
 
     def _rules(self) -> list[tuple[CelRule, Callable[[timedelta], bool]]]:
         # A malformed string is reported by `pattern`; the guard keeps CEL from adding a
@@ -196,6 +215,12 @@ class DurationRule:
                 f"{guard}duration(self) <= duration('{self.maximum}')", f"must be at most {self.maximum}"
             )
             rules.append((rule, lambda d: d <= high))
+        if self.whole_days:
+            rule = CelRule(
+                f"{guard}duration(self).getMilliseconds() % 86400000 == 0",
+                "must be a whole number of days (24h, 48h, ...): history is kept by UTC date",
+            )
+            rules.append((rule, lambda d: d.total_seconds() % 86400 == 0))
         return rules
 
     def __get_pydantic_core_schema__(
@@ -228,6 +253,9 @@ class DurationRule:
 
 Duration = Annotated[str, DurationRule()]
 PositiveDuration = Annotated[str, DurationRule(minimum="0s", exclusive_minimum=True)]
+RequestTimeout = Annotated[str, DurationRule(minimum="1s", maximum="5m")]
+"""librdkafka takes socket.timeout.ms in 10..300000 only (a larger value fails every cycle)."""
+RetentionDuration = Annotated[str, DurationRule(minimum="24h", whole_days=True)]
 IntervalDuration = Annotated[str, DurationRule(minimum="10s")]
 WindowDuration = Annotated[str, DurationRule(minimum="0s", exclusive_minimum=True, maximum="24h")]
 
@@ -263,8 +291,23 @@ LabelValue = Annotated[
 _LABEL_KEY: TypeAdapter[str] = TypeAdapter(LabelKey)
 _LABEL_VALUE: TypeAdapter[str] = TypeAdapter(LabelValue)
 TopicName = Annotated[
-    str, Text(r"^[a-zA-Z0-9._-]+$", "a Kafka topic name: letters, digits, '.', '_', '-'", 249)
+    str,
+    Text(
+        r"^[a-zA-Z0-9._-]*[a-zA-Z0-9_-][a-zA-Z0-9._-]*$",
+        "a Kafka topic name: letters, digits, '.', '_', '-', at most 249 characters, not only dots "
+        "(Kafka refuses '.' and '..')",
+        249,
+    ),
 ]
+NamespaceName = Annotated[
+    str,
+    Text(
+        r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        "a namespace name: lower-case letters, digits and '-', at most 63 characters (no '.')",
+        63,
+    ),
+]
+BrokerId = Annotated[int, Field(ge=0, le=INT32_MAX)]
 PORT_PATTERN = r"([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
 """1-65535 and nothing else: librdkafka takes a larger number modulo 65536 and dials that port."""
 HostPort = Annotated[
@@ -442,7 +485,10 @@ class BrokerIdMapping(_Model):
         "Label: broker id = the value of the pod label named by `label`.",
     )
     ordinal_offset: int = Field(
-        0, ge=0, description="Added to the pod ordinal to get the broker id (source Ordinal)."
+        0,
+        ge=0,
+        le=INT32_MAX,
+        description="Added to the pod ordinal to get the broker id (source Ordinal).",
     )
     label: LabelKey | None = Field(None, description="Pod label whose value is the broker id (source Label).")
 
@@ -481,7 +527,7 @@ class BrokerPods(_Model):
         ),
     )
 
-    namespace: ObjectName | None = Field(
+    namespace: NamespaceName | None = Field(
         None, description="Namespace of the broker pods. Absent: the policy's namespace."
     )
     stateful_set: ObjectName | None = Field(None, description="Name of the brokers' StatefulSet.")
@@ -508,9 +554,17 @@ class ClusterSpec(_Model):
     broker_pods: BrokerPods | None = Field(
         None, description="How brokers map to pods. Required for rolling restarts; not needed to diagnose."
     )
-    request_timeout: PositiveDuration = Field(
-        "15s", description="Upper bound of every Kafka admin call made for this cluster."
+    request_timeout: RequestTimeout = Field(
+        "15s", description="Upper bound of every Kafka admin call made for this cluster (1s to 5m)."
     )
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _unique_servers(cls, value: list[str]) -> list[str]:
+        for index, server in enumerate(value):
+            if server in value[:index]:
+                raise spec_error(f"{server!r} is listed twice: list each server once", f"[{index}]")
+        return value
 
 
 # --------------------------------------------------------------------------------------------
@@ -550,10 +604,16 @@ class LeaderFlappingCheck(WindowedCheck):
     """Leadership changes per partition and ISR churn per broker over the window."""
 
     max_leader_changes: int = Field(
-        3, ge=1, description="Warn when a partition changes leader more often than this in the window."
+        3,
+        ge=1,
+        le=INT32_MAX,
+        description="Warn when a partition changes leader more often than this in the window.",
     )
     max_isr_changes: int = Field(
-        10, ge=1, description="Warn when a broker's ISR shrinks/expands more often than this in the window."
+        10,
+        ge=1,
+        le=INT32_MAX,
+        description="Warn when a broker's ISR shrinks/expands more often than this in the window.",
     )
 
 
@@ -568,9 +628,11 @@ class ConsumerLagCheck(WindowedCheck):
         ),
     )
 
-    warning_lag: int = Field(10_000, ge=0, description="Messages behind the log end that make a warning.")
+    warning_lag: int = Field(
+        10_000, ge=0, le=INT64_MAX, description="Messages behind the log end that make a warning."
+    )
     critical_lag: int = Field(
-        1_000_000, ge=1, description="Messages behind the log end that make a critical finding."
+        1_000_000, ge=1, le=INT64_MAX, description="Messages behind the log end that make a critical finding."
     )
 
     @model_validator(mode="after")
@@ -617,16 +679,20 @@ class DiskUsageCheck(Check):
 class DurabilityCheck(Check):
     """Topic settings that risk data loss."""
 
-    min_replication_factor: int = Field(3, ge=1, description="Warn on topics with fewer replicas.")
+    min_replication_factor: int = Field(
+        3, ge=1, le=INT16_MAX, description="Warn on topics with fewer replicas."
+    )
     min_insync_replicas: int = Field(
-        2, ge=1, description="Warn on topics whose min.insync.replicas is lower."
+        2, ge=1, le=INT16_MAX, description="Warn on topics whose min.insync.replicas is lower."
     )
 
 
 class QuorumCheck(Check):
     """KRaft quorum: a leader exists and voters keep up; brokers missing from the cluster."""
 
-    max_voter_lag: int = Field(1000, ge=0, description="Warn when a voter is more records behind the leader.")
+    max_voter_lag: int = Field(
+        1000, ge=0, le=INT64_MAX, description="Warn when a voter is more records behind the leader."
+    )
 
 
 class Checks(_Model):
@@ -646,17 +712,59 @@ class Checks(_Model):
     quorum: QuorumCheck = section(QuorumCheck, "KRaft quorum health and missing brokers.")
 
 
+_WINDOWED = ("leaderFlapping", "consumerLag", "rebalanceStorm")
+_DEFAULT_WINDOW = "15m"
+
+
+def _window_of(check: str) -> str:
+    return (
+        f"(has(self.checks.{check}) && has(self.checks.{check}.window) "
+        f"? self.checks.{check}.window : '{_DEFAULT_WINDOW}')"
+    )
+
+
+_ONE_WINDOW = CelRule(
+    f"!has(self.checks) || ({_window_of(_WINDOWED[0])} == {_window_of(_WINDOWED[1])} "
+    f"&& {_window_of(_WINDOWED[1])} == {_window_of(_WINDOWED[2])})",
+    "checks.leaderFlapping.window, checks.consumerLag.window and checks.rebalanceStorm.window are one "
+    "history window: set all three to the same value (e.g. '15m')",
+    ".checks",
+)
+_WINDOW_IN_RETENTION = CelRule(
+    "!has(self.checks) || !has(self.checks.leaderFlapping) || !has(self.checks.leaderFlapping.window) "
+    f"|| !self.checks.leaderFlapping.window.matches(r'{DURATION_PATTERN}') "
+    "|| !has(self.historyRetention) || !self.historyRetention.matches(r'" + DURATION_PATTERN + "') "
+    "|| duration(self.checks.leaderFlapping.window) <= duration(self.historyRetention)",
+    "the checks' window must not be longer than historyRetention (history older than that is deleted)",
+    ".checks",
+)
+
+
 class DiagnosticsSpec(_Model):
     """How often and how deeply the cluster is diagnosed."""
 
+    cel_rules = (_ONE_WINDOW, _WINDOW_IN_RETENTION)
+
     interval: IntervalDuration = Field("60s", description="Time between diagnosis cycles (at least 10s).")
-    history_retention: PositiveDuration = Field(
-        "168h", description="How long snapshot history is kept (e.g. 168h = 7 days)."
+    history_retention: RetentionDuration = Field(
+        "168h",
+        description="How long snapshot history is kept, in whole days (e.g. 168h = 7 days): history is "
+        "stored and deleted by UTC date.",
     )
     top_findings: int = Field(
         10, ge=0, le=MAX_TOP_FINDINGS, description="How many of the worst findings status.topFindings shows."
     )
     checks: Checks = section(Checks, "Per-check toggles and thresholds.")
+
+    @model_validator(mode="after")
+    def _windows(self) -> DiagnosticsSpec:
+        c = self.checks
+        windows = {c.leader_flapping.window, c.consumer_lag.window, c.rebalance_storm.window}
+        if len(windows) != 1:
+            raise _fail(_ONE_WINDOW)
+        if parse_duration(c.leader_flapping.window) > parse_duration(self.history_retention):
+            raise _fail(_WINDOW_IN_RETENTION)
+        return self
 
 
 # --------------------------------------------------------------------------------------------
@@ -698,6 +806,14 @@ class MaintenanceWindow(_Model):
                 f"{value!r} is not a valid cron schedule: use 5 fields 'minute hour day-of-month month "
                 "day-of-week' with values in range (e.g. '0 2 * * *', '30 1 * * SAT')"
             )
+        try:
+            # From a leap year's first day: a schedule that fires at all fires within 8 years.
+            croniter(value, datetime(2000, 1, 1)).get_next(datetime)
+        except CroniterBadDateError:
+            raise spec_error(
+                f"{value!r} never fires (a day that no month has, e.g. 30 February or 31 April): "
+                "the window would never open"
+            ) from None
         return value
 
     @field_validator("time_zone")
@@ -805,7 +921,7 @@ class RollingRestartRequest(_Model):
     """One rolling restart, done once per id (commit a new id to roll again)."""
 
     id: RequestId = Field(description="Unique id of this request; the result is reported under it.")
-    brokers: list[int] | None = Field(
+    brokers: list[BrokerId] | None = Field(
         None,
         description="Broker ids to restart. Absent: all brokers.",
         min_length=1,
@@ -819,8 +935,6 @@ class RollingRestartRequest(_Model):
     def _unique(cls, value: list[int] | None) -> list[int] | None:
         if value is not None and len(set(value)) != len(value):
             raise spec_error("list each broker id once")
-        if value is not None and any(b < 0 for b in value):
-            raise spec_error("broker ids are non-negative")
         return value
 
 
@@ -883,7 +997,7 @@ class TopicPartitionRef(_Model):
     """One partition of a topic."""
 
     topic: TopicName = Field(description="Topic name.")
-    partition: int = Field(ge=0, description="Partition number.")
+    partition: int = Field(ge=0, le=INT32_MAX, description="Partition number.")
 
 
 STRATEGIES = ("earliest", "latest", "toDatetime", "byDuration", "shiftBy", "toOffset")
@@ -909,6 +1023,12 @@ _TARGET_RULE = CelRule(
 
 
 _SHIFT_RULE = CelRule("self != 0", "shiftBy: 0 changes nothing: use a positive or negative number")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH_RULE = CelRule(
+    "timestamp(self) >= timestamp('1970-01-01T00:00:00Z')",
+    "must be 1970-01-01T00:00:00Z or later (Kafka reads an earlier, negative timestamp as 'latest' or "
+    "'earliest')",
+)
 
 
 class OffsetResetRequest(_Model):
@@ -935,20 +1055,27 @@ class OffsetResetRequest(_Model):
     )
     earliest: bool | None = Field(None, description="Strategy: to the log start offset (set true).")
     latest: bool | None = Field(None, description="Strategy: to the log end offset (set true).")
-    to_datetime: AwareDatetime | None = Field(
+    to_datetime: Annotated[AwareDatetime, FieldCel(_EPOCH_RULE, max_length=64)] | None = Field(
         None,
         description="Strategy: to the first offset at or after this RFC 3339 time (e.g. 2024-06-01T00:00:00Z).",
     )
     by_duration: PositiveDuration | None = Field(
         None, description="Strategy: to the first offset at or after (now - byDuration), e.g. '2h'."
     )
-    shift_by: Annotated[int, FieldCel(_SHIFT_RULE)] | None = Field(
+    shift_by: Annotated[int, FieldCel(_SHIFT_RULE), Field(ge=-INT64_MAX, le=INT64_MAX)] | None = Field(
         None, description="Strategy: move the committed offset by this many (negative: back). Not 0."
     )
-    to_offset: int | None = Field(None, ge=0, description="Strategy: to this offset.")
+    to_offset: int | None = Field(None, ge=0, le=INT64_MAX, description="Strategy: to this offset.")
     empty_group_timeout: PositiveDuration = Field(
         "30m", description="How long to wait for the group to become Empty before reporting Blocked."
     )
+
+    @field_validator("to_datetime")
+    @classmethod
+    def _after_epoch(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value < EPOCH:
+            raise _fail(_EPOCH_RULE)
+        return value
 
     @field_validator("shift_by")
     @classmethod
@@ -1291,6 +1418,8 @@ class RollingRestartResult(_StatusModel):
     started_at: AwareDatetime | None = Field(None, description="When the roll started.")
     finished_at: AwareDatetime | None = Field(None, description="When the roll ended.")
     message: str | None = Field(None, description="Details, e.g. why it halted.")
+
+
 _LEGACY_POD_UID = re.compile(r"podUid=([0-9a-fA-F-]+)")
 
 
@@ -1348,6 +1477,7 @@ class KafkaHealthPolicyStatus(_StatusModel):
     """What the operator saw and did. Written by the operator only."""
 
     observed_generation: int | None = Field(None, ge=0, description="The spec generation last processed.")
+
     @model_validator(mode="before")
     @classmethod
     def _legacy_pod_uid(cls, data: object) -> object:

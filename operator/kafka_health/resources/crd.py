@@ -108,6 +108,12 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], nullable: bool, wher
         node["minimum"], node["exclusiveMinimum"] = node["exclusiveMinimum"], True
     if "exclusiveMaximum" in node and not isinstance(node["exclusiveMaximum"], bool):
         node["maximum"], node["exclusiveMaximum"] = node["exclusiveMaximum"], True
+    if node.get("type") == "integer":
+        # An integer of a CRD is an int64 already; the API server reads bounds as float64, where
+        # +-(2**63 - 1) round to +-2**63 and overflow (the bound becomes -2**63). Leave them out.
+        for bound in ("maximum", "minimum"):
+            if abs(node.get(bound, 0)) == policy.INT64_MAX:
+                del node[bound]
     if node.get("x-kubernetes-preserve-unknown-fields"):
         node.pop("additionalProperties", None)
     if "properties" in node:

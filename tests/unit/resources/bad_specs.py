@@ -117,6 +117,51 @@ GOOD_SPECS: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     ("the lowest and highest ports", {"cluster": {"bootstrapServers": ["a:1", "b:65535", "[::1]:9092"]}}),
+    (
+        "every other limit, inclusive",
+        {
+            "cluster": {
+                "bootstrapServers": ["a:9092"],
+                "requestTimeout": "5m",
+                "brokerPods": {
+                    "statefulSet": "kafka",
+                    "namespace": "k" * 63,
+                    "brokerId": {"ordinalOffset": 2**31 - 1},
+                },
+            },
+            "diagnostics": {
+                "historyRetention": "24h",
+                "checks": {
+                    "leaderFlapping": {"window": "24h", "maxLeaderChanges": 2**31 - 1},
+                    "consumerLag": {"window": "24h", "warningLag": 2**63 - 2, "criticalLag": 2**63 - 1},
+                    "rebalanceStorm": {"window": "24h"},
+                    "durability": {"minReplicationFactor": 32767, "minInsyncReplicas": 32767},
+                },
+            },
+            "remediation": {
+                "rateLimits": {"offsetReset": {"cooldown": "87600h"}},
+                "maintenanceWindows": [{"schedule": "0 0 29 2 *", "duration": "24h"}],
+                "rollingRestart": {"requests": [{"id": "r1", "brokers": [0, 2**31 - 1]}]},
+                "offsetResets": {
+                    "requests": [
+                        {
+                            "id": "epoch",
+                            "group": "g",
+                            "topics": ["t" * 249, "a.b", "_x"],
+                            "toDatetime": "1970-01-01T00:00:00Z",
+                        },
+                        {
+                            "id": "far",
+                            "group": "g",
+                            "partitions": [{"topic": "t", "partition": 2**31 - 1}],
+                            "byDuration": "87600h",
+                        },
+                        {"id": "big", "group": "g", "topics": ["t"], "toOffset": 2**63 - 1},
+                    ]
+                },
+            },
+        },
+    ),
 ]
 
 
@@ -339,6 +384,112 @@ BAD_SPECS: list[BadSpec] = [
         _with("diagnostics.checks.consumerLag", {"warningLag": 100, "criticalLag": 100}),
         "spec.diagnostics.checks.consumerLag.warningLag",
     ),
+    # Issue 12, item 4: values the schema used to accept that the client silently changed or
+    # could not honour.
+    BadSpec(
+        "a duration that overflows (Python crashed on it, Go's duration overflows)",
+        _with("remediation.rollingRestart.pauseBetweenBrokers", "99999999999h"),
+        "spec.remediation.rollingRestart.pauseBetweenBrokers",
+    ),
+    BadSpec(
+        "a cooldown over 10 years",
+        _with("remediation.rateLimits.offsetReset", {"cooldown": "87601h"}),
+        "spec.remediation.rateLimits.offsetReset.cooldown",
+    ),
+    BadSpec(
+        "request timeout over librdkafka's socket.timeout.ms maximum (300000)",
+        _with("cluster.requestTimeout", "10m"),
+        "spec.cluster.requestTimeout",
+    ),
+    BadSpec(
+        "request timeout under 1s (librdkafka refuses under 10ms, rounds under 1ms to 0)",
+        _with("cluster.requestTimeout", "0.5ms"),
+        "spec.cluster.requestTimeout",
+    ),
+    BadSpec(
+        "history retention not a whole number of days (36h was kept as 1 day)",
+        _with("diagnostics.historyRetention", "36h"),
+        "spec.diagnostics.historyRetention",
+    ),
+    BadSpec(
+        "history retention under a day (1h was kept as 1 day)",
+        _with("diagnostics.historyRetention", "1h"),
+        "spec.diagnostics.historyRetention",
+    ),
+    BadSpec(
+        "check windows that differ (the longest was used for all three)",
+        _with("diagnostics.checks.consumerLag", {"window": "5m"}),
+        "spec.diagnostics.checks",
+    ),
+    BadSpec(
+        "check window longer than the history retention",
+        _with(
+            "diagnostics",
+            {
+                "historyRetention": "24h",
+                "checks": {
+                    "leaderFlapping": {"window": "48h"},
+                    "consumerLag": {"window": "48h"},
+                    "rebalanceStorm": {"window": "48h"},
+                },
+            },
+        ),
+        "spec.diagnostics.checks",
+    ),
+    BadSpec(
+        "toDatetime before 1970 (a negative timestamp is Kafka's 'latest')",
+        _reset(toDatetime="1969-12-31T23:59:59.999Z"),
+        "spec.remediation.offsetResets.requests[0].toDatetime",
+    ),
+    BadSpec(
+        "byDuration reaching before 1970",
+        _reset(byDuration="500000h"),
+        "spec.remediation.offsetResets.requests[0].byDuration",
+    ),
+    BadSpec(
+        "consumer lag threshold beyond int64",
+        _with("diagnostics.checks.consumerLag", {"warningLag": 2**63, "criticalLag": 2**64}),
+        "spec.diagnostics.checks.consumerLag.warningLag",
+    ),
+    BadSpec(
+        "partition number beyond int32",
+        _reset(partitions=[{"topic": "t", "partition": 2**31}], latest=True),
+        "spec.remediation.offsetResets.requests[0].partitions[0].partition",
+    ),
+    BadSpec(
+        "a negative broker id in a restart request",
+        _with(
+            "remediation.rollingRestart.requests",
+            [{"id": "r1", "brokers": [-1]}],
+            _with("cluster.brokerPods", _PODS),
+        ),
+        "spec.remediation.rollingRestart.requests[0].brokers[0]",
+    ),
+    BadSpec(
+        "ordinalOffset beyond int32 (Kafka broker ids are int32)",
+        _with("cluster.brokerPods", {"statefulSet": "kafka", "brokerId": {"ordinalOffset": 2**31}}),
+        "spec.cluster.brokerPods.brokerId.ordinalOffset",
+    ),
+    BadSpec(
+        "min replication factor beyond int16",
+        _with("diagnostics.checks.durability", {"minReplicationFactor": 40000}),
+        "spec.diagnostics.checks.durability.minReplicationFactor",
+    ),
+    BadSpec(
+        "topic named '..' (Kafka refuses it)",
+        _reset(topics=[".."], latest=True),
+        "spec.remediation.offsetResets.requests[0].topics[0]",
+    ),
+    BadSpec(
+        "broker pods namespace with a dot",
+        _with("cluster.brokerPods", {"statefulSet": "kafka", "namespace": "kafka.prod"}),
+        "spec.cluster.brokerPods.namespace",
+    ),
+    BadSpec(
+        "the same bootstrap server twice",
+        _with("cluster.bootstrapServers", ["a:9092", "a:9092"]),
+        "spec.cluster.bootstrapServers[1]",
+    ),
 ]
 
 PYDANTIC_ONLY_BAD_SPECS: list[BadSpec] = [
@@ -351,6 +502,11 @@ PYDANTIC_ONLY_BAD_SPECS: list[BadSpec] = [
         "unknown time zone",
         _window(timeZone="Mars/Olympus"),
         "spec.remediation.maintenanceWindows[0].timeZone",
+    ),
+    BadSpec(
+        "cron schedule that never fires (30 February)",
+        _window(schedule="0 2 30 2 *"),
+        "spec.remediation.maintenanceWindows[0].schedule",
     ),
     BadSpec("unknown field (a typo)", _with("remediation.dryRun", True), "spec.remediation.dryRun"),
     BadSpec(
