@@ -189,3 +189,25 @@ def test_a_lock_namespace_the_chart_did_not_grant_is_refused(k8s: K8s, k8s_api: 
     with pytest.raises(K8sError) as denied:
         lease(k8s, elsewhere, "kafka/main", "pod-a").acquire()
     assert denied.value.status == 403
+
+
+def test_status_writes_are_compare_and_swap_too(k8s: K8s, lock_ns: str, k8s_api: client.ApiClient) -> None:
+    """A replica that read the status before another one wrote it cannot overwrite that write."""
+    custom: Any = client.CustomObjectsApi(k8s_api)
+    body = {
+        "apiVersion": "kafkahealth.io/v1alpha1",
+        "kind": "KafkaHealthPolicy",
+        "metadata": {"name": "cas", "namespace": lock_ns},
+        "spec": {"cluster": {"bootstrapServers": ["127.0.0.1:9092"]}},
+    }
+    custom.create_namespaced_custom_object("kafkahealth.io", "v1alpha1", lock_ns, "kafkahealthpolicies", body)
+    stored = k8s.read_policy(lock_ns, "cas")
+    assert stored is not None
+    read_at = stored["metadata"]["resourceVersion"]
+    written = k8s.patch_policy_status(lock_ns, "cas", {"remediationSummary": "first"}, read_at)
+    assert written and written != read_at
+    with pytest.raises(K8sError) as stale:
+        k8s.patch_policy_status(lock_ns, "cas", {"remediationSummary": "stale"}, read_at)
+    assert stale.value.status == 409
+    assert (k8s.read_policy(lock_ns, "cas") or {})["status"]["remediationSummary"] == "first"
+    assert k8s.patch_policy_status(lock_ns, "cas", {"remediationSummary": "next"}, written)

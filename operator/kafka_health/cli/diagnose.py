@@ -3,7 +3,9 @@
 collect (Kafka admin) → optionally append to a history → Spark checks → table, JSON or HTML.
 Exit codes: 0 healthy, 1 warnings, 4 critical; 2 a usage error (click's: unknown option, bad
 option value, conflicting options); 3 the command could not run (unreadable snapshot file,
-Spark failure). An unreachable cluster is a critical finding (4), not a failure of the command.
+Spark failure, or the cluster refused the client's security settings: authentication failed, TLS
+handshake failed, security protocol mismatch; stderr names the setting to fix). An unreachable
+cluster is a critical finding (4), not a failure of the command.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Annotated
 import typer
 
 from kafka_health.cli import kafka_options, quiet
+from kafka_health.collect import security_errors
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health_spark.thresholds import ThresholdError, Thresholds, parse_overrides
@@ -120,7 +123,8 @@ def diagnose(
     """Read a Kafka cluster, run the Spark checks, print the findings.
 
     Exit codes: 0 healthy, 1 warnings, 4 critical (an unreachable cluster is critical);
-    2 usage error; 3 the command could not run (unreadable snapshot, Spark failure).
+    2 usage error; 3 the command could not run (unreadable snapshot, Spark failure, the cluster
+    refused the security settings: authentication, TLS, protocol).
     """
     if (bootstrap_servers is None) == (snapshot_file is None):
         raise typer.BadParameter(
@@ -156,6 +160,9 @@ def diagnose(
         assert bootstrap_servers is not None
         with quiet.progress(f"reading {bootstrap_servers}"):
             snapshot = collect(bootstrap_servers, cluster or bootstrap_servers, command_config)
+        refused = next((m.reason for m in snapshot.missing if m.part == "metadata"), "")
+        if security_errors.kind_of(refused) is not None:  # a setting to fix, not a cluster's health
+            raise _fail(f"cannot read {bootstrap_servers}: {refused}")
     if save_snapshot is not None:
         save_snapshot.write_text(snapshot.model_dump_json(indent=2))
     if history is not None and record and snapshot.reachable:

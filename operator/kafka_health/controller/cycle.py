@@ -30,6 +30,7 @@ from kafka_health.k8s.client import K8sError
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.policy import (
     ActionType,
+    CurrentRemediation,
     KafkaHealthPolicySpec,
     KafkaHealthPolicyStatus,
     LastDiagnosis,
@@ -87,6 +88,12 @@ class PolicyWorker:
     windows: HistoryWindows | None = None
     """The history windows kept in Spark between cycles (read from Parquet once)."""
     status_lock: threading.RLock = field(default_factory=threading.RLock)
+    status_version: str | None = None
+    """resourceVersion of the status the cycle read (its writes are compare-and-swap on it)."""
+    status_base: CurrentRemediation | None = None
+    """status.currentRemediation as this cycle read or last wrote it."""
+    status_stale: bool = False
+    """Another process wrote remediation progress since the cycle read it: the cycle writes no more."""
     """Held for every read-modify-write of the policy's status (cycle and roll driver alike)."""
 
     @property
@@ -231,6 +238,7 @@ class PolicyWorker:
             stored = k8s.read_policy(ns, name)
             if stored is None:
                 return  # deleted meanwhile
+            self.status_read(stored)
             previous = parse_status(stored.get("status"))
             new_status = status_after_cycle(
                 previous,
@@ -270,6 +278,7 @@ class PolicyWorker:
             stored = self.runtime.k8s.read_policy(self.namespace, self.name)
             if stored is None or self.rolling():
                 return
+            self.status_read(stored)
             status = parse_status(stored.get("status"))
             metadata = dict(stored.get("metadata") or {})
             try:
@@ -281,13 +290,50 @@ class PolicyWorker:
                 return
             self.write_status(after)
 
+    def status_read(self, stored: dict[str, Any]) -> None:
+        """The status this cycle's writes build on: its resourceVersion makes them compare-and-swap."""
+        self.status_version = (stored.get("metadata") or {}).get("resourceVersion")
+        self.status_base = parse_status(stored.get("status")).current_remediation
+        self.status_stale = False
+
     def write_status(self, status: KafkaHealthPolicyStatus) -> None:
-        """Write status now (the caller holds `status_lock`; inline executors call this after every step)."""
-        try:
-            self.runtime.k8s.patch_policy_status(self.namespace, self.name, status_patch(status))
-        except K8sError as exc:
-            if exc.status != 404:
+        """Write status now (the caller holds `status_lock`; inline executors call this after every
+        step), as a compare-and-swap on the version read. When the policy changed since: written
+        again over the new version if the remediation in flight is still the one this cycle read
+        (a spec edit, Kopf's own annotations); dropped, with the cycle's later writes, when another
+        replica's remediation progress is there (two replicas briefly active around a peering
+        change): never laid over newer progress. The next cycle reads again."""
+        if self.status_stale:
+            return
+        k8s = self.runtime.k8s
+        for _ in range(3):
+            try:
+                self.status_version = k8s.patch_policy_status(
+                    self.namespace, self.name, status_patch(status), self.status_version
+                )
+                self.status_base = status.current_remediation
+                return
+            except K8sError as exc:
+                if exc.status != 409:
+                    if exc.status != 404:
+                        log.warning("status of %s/%s not written: %s", self.namespace, self.name, exc)
+                    return
+            try:
+                stored = k8s.read_policy(self.namespace, self.name)
+            except K8sError as exc:
                 log.warning("status of %s/%s not written: %s", self.namespace, self.name, exc)
+                return
+            if stored is None:
+                return
+            if parse_status(stored.get("status")).current_remediation != self.status_base:
+                break
+            self.status_version = (stored.get("metadata") or {}).get("resourceVersion")
+        self.status_stale = True
+        log.info(
+            "status of %s/%s: another writer's remediation progress is newer; not written this cycle",
+            self.namespace,
+            self.name,
+        )
 
     # ------------------------------------------------------------------ rolls
     def rolling(self) -> bool:

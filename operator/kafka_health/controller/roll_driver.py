@@ -166,15 +166,22 @@ class RollDriver:
         w = self.worker
         k8s = w.runtime.k8s
         with w.status_lock:
-            try:
-                stored = k8s.read_policy(w.namespace, w.name)
-                if stored is None:
+            for _ in range(3):  # compare-and-swap on the version read; again when someone wrote meanwhile
+                try:
+                    stored = k8s.read_policy(w.namespace, w.name)
+                    if stored is None:
+                        return
+                    merged = merge_remediation(parse_status(stored.get("status")), status)
+                    version = (stored.get("metadata") or {}).get("resourceVersion")
+                    k8s.patch_policy_status(w.namespace, w.name, status_patch(merged), version)
                     return
-                merged = merge_remediation(parse_status(stored.get("status")), status)
-                k8s.patch_policy_status(w.namespace, w.name, status_patch(merged))
-            except K8sError as exc:
-                if exc.status != 404:
-                    log.warning("status of %s/%s not written: %s", w.namespace, w.name, exc)
+                except K8sError as exc:
+                    if exc.status == 409:
+                        continue
+                    if exc.status != 404:
+                        log.warning("status of %s/%s not written: %s", w.namespace, w.name, exc)
+                    return
+            log.warning("status of %s/%s not written: it kept changing", w.namespace, w.name)
 
     # ------------------------------------------------------------------ the loop
     def _run(self, first: tuple[Decision, KafkaHealthPolicyStatus] | None) -> None:

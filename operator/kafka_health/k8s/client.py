@@ -261,14 +261,22 @@ class K8s:
             raise _wrap(f"delete ConfigMap {namespace}/{name}", exc) from None
 
     # ---------------------------------------------------------------- policies
-    def patch_policy_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        """Merge-patch the status subresource (used to persist remediation progress mid-handler)."""
+    def patch_policy_status(
+        self, namespace: str, name: str, status: dict[str, Any], resource_version: str | None = None
+    ) -> str | None:
+        """Merge-patch the status subresource; returns the policy's new resourceVersion. With
+        `resource_version` the patch is a compare-and-swap: 409 K8sError when anyone wrote the
+        policy since that version (another replica's progress is never overwritten by a stale read)."""
+        body: dict[str, Any] = {"status": status}
+        if resource_version is not None:
+            body["metadata"] = {"resourceVersion": resource_version}
         try:
-            self.custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, PLURAL, name, {"status": status}
+            obj: Any = self.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, PLURAL, name, body
             )
         except ApiException as exc:
             raise _wrap(f"status of KafkaHealthPolicy {namespace}/{name}", exc) from None
+        return ((obj or {}).get("metadata") or {}).get("resourceVersion") if isinstance(obj, dict) else None
 
     def remove_policy_finalizer(
         self, namespace: str, name: str, finalizer: str, finalizers: list[str]
