@@ -67,11 +67,13 @@ def diagnosis() -> Diagnosis:
 
 
 def test_table_names_subjects_the_way_people_do() -> None:
-    text = table.render(diagnosis())
+    text = table.render(diagnosis(), members=True)
     assert "group billing on orders-0" in text
     assert "Not read: quorum" in text
     assert "2 brokers (1 alive), 2 topics, 7 partitions, 1 consumer groups" in text
-    assert text.rstrip().endswith("1 critical, 1 warning, 0 info in 2.5 s: critical (exit 4)")
+    assert text.rstrip().endswith(
+        "2 incidents (1 critical, 1 warning, 0 info) from 2 findings in 2.5 s: critical (exit 4)"
+    )
 
 
 def test_html_has_three_plots_and_escapes_names() -> None:

@@ -125,8 +125,8 @@ def test_observability_doc_lists_every_metric_condition_and_reason() -> None:
     for withheld in WithheldReason:
         assert f"`{withheld.value}`" in doc, withheld
     for reason in (
-        "FindingAppeared",
-        "FindingCleared",
+        "IncidentOpened",
+        "IncidentResolved",
         "Recovered",
         "KafkaUnreachable",
         "Diagnosed",

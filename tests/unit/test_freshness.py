@@ -118,23 +118,27 @@ def test_the_issues_example_a_late_broker_missing_event_is_not_shown_as_new() ->
     """Snapshot at 07:29:40, Event posted at 07:32:00 (2m20s later) with a 60s interval."""
     posted_at = SNAP + timedelta(seconds=140)
     fresh = Freshness(SNAP, posted_at, MINUTE)
-    to_post, _ = events.finding_events(set(), diagnosis(broker_missing()), late=fresh.late)
+    to_post, _ = events.incident_events(set(), diagnosis(broker_missing()), late=fresh.late)
     messages = [fresh.news(e.message) for e in to_post]
-    assert messages == ["as of 07:29:40Z (2m20s ago): broker_missing: 1 appeared (critical): broker/broker=1"]
-    assert "new" not in messages[0]
+    assert len(messages) == 1
+    assert messages[0].startswith(
+        "as of 07:29:40Z (2m20s ago): broker_down:1 opened (critical, 1 finding): Broker 1 is not registered"
+    )
+    assert " new " not in messages[0]
 
 
 def test_a_fresh_event_is_shown_as_new_without_a_time() -> None:
     fresh = Freshness(SNAP, SNAP + timedelta(seconds=5), MINUTE)
-    to_post, _ = events.finding_events(set(), diagnosis(broker_missing()), late=fresh.late)
-    assert [fresh.news(e.message) for e in to_post] == ["broker_missing: 1 new (critical): broker/broker=1"]
+    to_post, _ = events.incident_events(set(), diagnosis(broker_missing()), late=fresh.late)
+    (message,) = [fresh.news(e.message) for e in to_post]
+    assert message.startswith("broker_down:1 new (critical, 1 finding): Broker 1 is not registered")
 
 
 def test_a_late_cleared_event_carries_the_snapshot_time() -> None:
     fresh = Freshness(SNAP, SNAP + timedelta(seconds=200), MINUTE)
-    to_post, _ = events.finding_events({"broker_missing:broker/broker=1"}, diagnosis(), late=fresh.late)
+    to_post, _ = events.incident_events({"broker_down:1"}, diagnosis(), late=fresh.late)
     assert [fresh.news(e.message) for e in to_post] == [
-        "as of 07:29:40Z (3m20s ago): broker_missing: 1 cleared: broker/broker=1"
+        "as of 07:29:40Z (3m20s ago): broker_down:1 resolved: none of its findings remain."
     ]
 
 

@@ -178,7 +178,14 @@ def _report(worker: PolicyWorker, body: kopf.Body, outcome: Any, duration: float
     if outcome.problem is not None:
         log.info("cycle %s/%s: %s in %.1fs", ns, name, outcome.problem.reason, duration)
     elif diagnosis is not None:
-        log.info("cycle %s/%s: %d findings in %.1fs", ns, name, len(diagnosis.findings), duration)
+        log.info(
+            "cycle %s/%s: %d incidents, %d findings in %.1fs",
+            ns,
+            name,
+            len(diagnosis.incidents),
+            len(diagnosis.findings),
+            duration,
+        )
     metrics.DEGRADED.labels(ns, name).set(1 if outcome.problem or outcome.remediation_blockers else 0)
     if outcome.problem is not None:
         if worker.finding_keys is None or "problem:" + outcome.problem.reason not in worker.finding_keys:
@@ -199,7 +206,8 @@ def _report(worker: PolicyWorker, body: kopf.Body, outcome: Any, duration: float
     recovered = worker.finding_keys is not None and any(k.startswith("problem:") for k in worker.finding_keys)
     interval = timedelta(seconds=_interval_seconds(dict(body.spec)))
     fresh = Freshness(diagnosis.taken_at, datetime.now(UTC), interval)
-    to_post, worker.finding_keys = events.finding_events(
+    # worker.finding_keys holds the ids of the incidents posted (and "problem:<reason>").
+    to_post, worker.finding_keys = events.incident_events(
         previous if worker.finding_keys is not None else None, diagnosis, late=fresh.late
     )
     if recovered:

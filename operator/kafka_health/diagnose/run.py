@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
+from kafka_health.diagnose.incidents import group_incidents
 from kafka_health.diagnose.missing import missing_findings
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.snapshot import ClusterSnapshot
@@ -36,7 +37,8 @@ def run_diagnosis(
     windows: HistoryWindows | None = None,
 ) -> Diagnosis:
     """Every check over `snapshot` (and the history under `history_root`, if any), plus a finding
-    for each part the snapshot could not read. Without metadata nothing is diagnosed.
+    for each part the snapshot could not read, grouped into incidents by root cause
+    (`kafka_health.diagnose.incidents`). Without metadata nothing is diagnosed.
 
     `windows` (the operator's, per policy) serves the history windows from memory; they are
     read from `history_root` only when they hold nothing yet."""
@@ -56,10 +58,12 @@ def run_diagnosis(
             pending = pool.submit(summarize, frames) if with_summary else None
             findings += run_checks(frames, t)
             summary = pending.result() if pending is not None else None
+    findings = sort_findings(findings)
     return Diagnosis(
         cluster=snapshot.cluster,
         taken_at=snapshot.taken_at,
-        findings=sort_findings(findings),
+        incidents=group_incidents(findings, snapshot),
+        findings=findings,
         missing=[m.part for m in snapshot.missing],
         duration_seconds=round(time.monotonic() - started, 3),
         summary=summary,

@@ -104,13 +104,98 @@ class DiagnosisSummary(BaseModel):
     )
 
 
+class IncidentKind(StrEnum):
+    """The root causes findings are grouped under; the rules that assign each finding to one
+    incident are in `kafka_health.diagnose.incidents` (and docs/diagnostics.md#incidents).
+    The order here is the order of the rules: a finding belongs to the first that claims it."""
+
+    CLUSTER_UNREACHABLE = "cluster_unreachable"
+    """The cluster metadata could not be read: nothing else was diagnosed."""
+    BROKER_DOWN = "broker_down"
+    """A broker is fenced or no longer registered (`broker_missing`), with every partition finding
+    that names it out of sync or offline, its quorum and log-dir findings, and the leader skew
+    its leaderships moving away cause."""
+    QUORUM = "quorum"
+    """The KRaft controller quorum has no leader, or voters lag (not explained by a down broker)."""
+    DISK = "disk"
+    """A broker's log-dir volumes: filling, filling soon, or failed."""
+    BROKER_OUT_OF_SYNC = "broker_out_of_sync"
+    """A live broker missing from ISRs, or dropping out of them repeatedly (`isr_churn`), with the
+    partition findings that name it and the leader flapping of partitions it hosts."""
+    NEVER_SAFE_TOPIC = "never_safe_topic"
+    """A topic that can never be safe: min.insync.replicas ≥ replication factor, or RF 1. Its topic
+    and partition findings (not explained by a down or out-of-sync broker) are members."""
+    TOPIC_DURABILITY = "topic_durability"
+    """A topic's durability settings are weaker than the policy asks (RF, min ISR, unclean election)."""
+    CONSUMER_GROUP = "consumer_group"
+    """A consumer group lagging, stalled, rebalancing, or with offsets out of range or expiring,
+    over all its partitions."""
+    LEADERSHIP = "leadership"
+    """Leaders off their preferred replicas, or leader counts skewed, with no broker down."""
+    CHECK = "check"
+    """Any other finding: one incident per check, so nothing is lost."""
+
+
+class PartitionRef(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+MAX_INCIDENT_PARTITIONS = 1000
+MAX_INCIDENT_GROUPS = 100
+
+
+class Incident(BaseModel):
+    """Findings with one root cause: what is wrong, how bad, what the operator does about it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(
+        description="Stable across cycles while the cause persists: '<kind>:<root>', e.g. 'broker_down:2', "
+        "'consumer_group:billing', 'never_safe_topic:orders', 'leadership:cluster', 'check:leader_flapping'."
+    )
+    kind: IncidentKind
+    severity: Severity = Field(description="The worst severity of its findings.")
+    subject: Subject = Field(
+        description="The root cause's subject (a broker, a topic, a group, the cluster)."
+    )
+    title: str = Field(description="One line: the cause and its reach.")
+    evidence: dict[str, float | int | str | None] = Field(default_factory=dict)
+    remediation: str = Field(description="What the operator would do about it, or why it will not act.")
+    action: str | None = Field(
+        None,
+        description="The remediation the operator can take by itself ('preferred_leader_election'), "
+        "or None when it takes none.",
+    )
+    partitions: list[PartitionRef] = Field(
+        default_factory=list,
+        description=f"Partitions it affects (at most {MAX_INCIDENT_PARTITIONS}; partitions_total counts all).",
+    )
+    partitions_total: int = 0
+    groups: list[str] = Field(
+        default_factory=list,
+        description=f"Consumer groups it affects (at most {MAX_INCIDENT_GROUPS}; groups_total counts all).",
+    )
+    groups_total: int = 0
+    findings: list[Finding] = Field(default_factory=list, description="Its member findings, worst first.")
+
+
 class Diagnosis(BaseModel):
-    """All findings of one diagnosis cycle."""
+    """All findings of one diagnosis cycle, and the incidents they group into."""
 
     model_config = ConfigDict(extra="forbid")
 
     cluster: str
     taken_at: datetime
+    incidents: list[Incident] = Field(
+        default_factory=list,
+        description="The findings grouped by root cause, worst first; every finding is in exactly one.",
+    )
     findings: list[Finding] = Field(default_factory=list)
     missing: list[str] = Field(
         default_factory=list, description="Parts of the snapshot that could not be read."

@@ -1257,6 +1257,7 @@ class LastDiagnosis(_StatusModel):
     critical: int = Field(0, ge=0, description="Critical findings.")
     warning: int = Field(0, ge=0, description="Warnings.")
     info: int = Field(0, ge=0, description="Informational findings.")
+    incidents: int = Field(0, ge=0, description="Number of incidents (the findings grouped by root cause).")
     missing: list[str] | None = Field(
         None, max_length=100, description="Parts of the cluster state that could not be read."
     )
@@ -1274,6 +1275,25 @@ class FindingSummary(_StatusModel):
     observed_at: AwareDatetime | None = Field(
         None, description="The time of the snapshot it was found in (lastDiagnosis.at): it is as of then."
     )
+
+
+MAX_TOP_INCIDENTS = 10
+
+
+class IncidentSummary(_StatusModel):
+    """One of the worst incidents: findings grouped by root cause (docs/diagnostics.md#incidents)."""
+
+    id: str = Field(
+        max_length=300, description="Stable while the cause persists: '<kind>:<root>', e.g. 'broker_down:2'."
+    )
+    severity: Literal["info", "warning", "critical"] = Field(description="The worst of its findings.")
+    title: str = Field(max_length=1024, description="The cause and its reach, in one line.")
+    remediation: str = Field(
+        max_length=1024, description="What the operator would do about it, or why it will not act."
+    )
+    findings: int = Field(0, ge=0, description="How many findings it groups.")
+    partitions: int = Field(0, ge=0, description="How many partitions it affects.")
+    groups: int = Field(0, ge=0, description="How many consumer groups it affects.")
 
 
 class RemediationStep(StrEnum):
@@ -1499,6 +1519,12 @@ class KafkaHealthPolicyStatus(_StatusModel):
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     last_diagnosis: LastDiagnosis | None = Field(None, description="Counts of the latest diagnosis.")
+    top_incidents: list[IncidentSummary] | None = Field(
+        None,
+        max_length=MAX_TOP_INCIDENTS,
+        description=f"The worst incidents of the latest diagnosis (at most {MAX_TOP_INCIDENTS}; "
+        "lastDiagnosis.incidents counts all).",
+    )
     top_findings: list[FindingSummary] | None = Field(
         None, max_length=MAX_TOP_FINDINGS, description="The worst findings of the latest diagnosis."
     )

@@ -108,8 +108,14 @@ class RollWaitReason(StrEnum):
 class EventReason(StrEnum):
     """Event-only reasons (Events may also carry the problem, wait and withheld reasons above)."""
 
+    INCIDENT_OPENED = "IncidentOpened"
+    """Warning, once when an incident (findings grouped by root cause) appears."""
+    INCIDENT_RESOLVED = "IncidentResolved"
+    """Normal, once when an incident is gone."""
     FINDING_APPEARED = "FindingAppeared"
+    """No longer posted (Events are per incident since IncidentOpened); kept: values are API."""
     FINDING_CLEARED = "FindingCleared"
+    """No longer posted (see IncidentResolved); kept: values are API."""
     RECOVERED = "Recovered"
     SLOW_CYCLE = "SlowCycle"
     """Warning, once when cycles start taking longer than the interval."""

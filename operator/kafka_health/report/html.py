@@ -1,4 +1,5 @@
-"""A diagnosis as one self-contained HTML file: findings plus plots, no external resources.
+"""A diagnosis as one self-contained HTML file: incidents (each expands to its findings) plus
+plots, no external resources.
 
 Figures are built with matplotlib's object API (no pyplot state), so rendering is safe from the
 operator's worker threads. The plots (leaders and partitions per broker, lag over time, disk per broker) come from the
@@ -17,8 +18,9 @@ import jinja2
 from matplotlib import dates as mdates
 from matplotlib.figure import Figure
 
+from kafka_health.diagnose.incidents import incidents_of
 from kafka_health.models.findings import BrokerSummary, Diagnosis, DiagnosisSummary, SeriesPoint
-from kafka_health.report.table import counts, subject_label
+from kafka_health.report.table import counts, incident_counts, subject_label
 
 _UNITS = [("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("bytes", 1.0)]
 
@@ -137,11 +139,13 @@ def render(diagnosis: Diagnosis) -> str:
         resources.files("kafka_health.report").joinpath("diagnosis.html.j2").read_text()
     )
     s = diagnosis.summary
+    incidents = incidents_of(diagnosis)
     plots = [p for p in ((plot_brokers(s), plot_lag(s), plot_disk(s)) if s else ()) if p]
     return template.render(
         d=diagnosis,
         counts={k.value: v for k, v in counts(diagnosis).items()},
+        incident_counts={k.value: v for k, v in incident_counts(incidents).items()},
+        incidents=[(i, [(f, subject_label(f)) for f in i.findings]) for i in incidents],
         verdict={0: "healthy", 1: "warnings", 4: "critical"}[diagnosis.exit_code()],
-        rows=[(f, subject_label(f)) for f in diagnosis.findings],
         plots=plots,
     )

@@ -13,13 +13,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kafka_health.models.findings import Diagnosis, Finding, Severity
+from kafka_health.diagnose.incidents import incidents_of
+from kafka_health.models.findings import Diagnosis, Finding, Incident, Severity
 from kafka_health.models.policy import (
+    MAX_TOP_INCIDENTS,
     Condition,
     ConditionStatus,
     ConditionType,
     FindingSummary,
     Health,
+    IncidentSummary,
     KafkaHealthPolicyStatus,
     LastDiagnosis,
 )
@@ -100,12 +103,26 @@ def _healthy_condition(diagnosis: Diagnosis) -> tuple[ConditionStatus, str, str]
     if worst is None or worst is Severity.INFO:
         return ConditionStatus.TRUE, StateReason.NO_PROBLEMS_FOUND, "The latest diagnosis found no warnings."
     counts = _counts(diagnosis)
-    first = diagnosis.findings[0]
+    incidents = incidents_of(diagnosis)
     reason = StateReason.CRITICAL_FINDINGS if worst is Severity.CRITICAL else StateReason.WARNING_FINDINGS
+    n = len(incidents)
     return (
         ConditionStatus.FALSE,
         reason,
-        f"{counts['critical']} critical, {counts['warning']} warning; worst: {first.message}",
+        f"{n} incident{'' if n == 1 else 's'} ({counts['critical']} critical, {counts['warning']} warning "
+        f"findings); worst: {incidents[0].id}: {incidents[0].title}",
+    )
+
+
+def summarize_incident(i: Incident) -> IncidentSummary:
+    return IncidentSummary(
+        id=i.id[:300],
+        severity=i.severity.value,
+        title=i.title[:1024],
+        remediation=i.remediation[:1024],
+        findings=len(i.findings),
+        partitions=i.partitions_total,
+        groups=i.groups_total,
     )
 
 
@@ -210,8 +227,10 @@ def status_after_cycle(
             critical=counts["critical"],
             warning=counts["warning"],
             info=counts["info"],
+            incidents=len(incidents_of(diagnosis)),
             missing=diagnosis.missing[:100] or None,
         )
+        status.top_incidents = [summarize_incident(i) for i in incidents_of(diagnosis)[:MAX_TOP_INCIDENTS]]
         status.top_findings = [summarize_finding(f, diagnosis.taken_at) for f in diagnosis.findings[:top_n]]
     if not any(c.type == ConditionType.REMEDIATING for c in conditions):
         cond(ConditionType.REMEDIATING, ConditionStatus.FALSE, StateReason.IDLE, "No remediation in flight.")
