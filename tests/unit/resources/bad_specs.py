@@ -486,6 +486,16 @@ BAD_SPECS: list[BadSpec] = [
         "spec.cluster.brokerPods.namespace",
     ),
     BadSpec(
+        "a host name with a space",
+        _with("cluster.bootstrapServers", ["kafka 0:9092"]),
+        "spec.cluster.bootstrapServers[0]",
+    ),
+    BadSpec(
+        "an empty consumer group id",
+        _reset(group="", latest=True),
+        "spec.remediation.offsetResets.requests[0].group",
+    ),
+    BadSpec(
         "the same bootstrap server twice",
         _with("cluster.bootstrapServers", ["a:9092", "a:9092"]),
         "spec.cluster.bootstrapServers[1]",
