@@ -783,6 +783,10 @@ class ActionType(StrEnum):
     OFFSET_RESET = "OffsetReset"
 
 
+_RANDOM_CRON_FIELD = re.compile(r"(?<![A-Za-z])[RHrh](?![A-Za-z])")
+"""croniter's 'R' (random) and 'H' (hashed) values; not inside names such as MAR or THU."""
+
+
 class MaintenanceWindow(_Model):
     """A recurring window: opens at each time the cron schedule fires and stays open for `duration`."""
 
@@ -805,6 +809,11 @@ class MaintenanceWindow(_Model):
             raise spec_error(
                 f"{value!r} is not a valid cron schedule: use 5 fields 'minute hour day-of-month month "
                 "day-of-week' with values in range (e.g. '0 2 * * *', '30 1 * * SAT')"
+            )
+        if _RANDOM_CRON_FIELD.search(value):
+            raise spec_error(
+                f"{value!r} uses 'R' or 'H' (a random or hashed value, a croniter extension): the window "
+                "would open at a different time at every evaluation; write the minute and hour, e.g. '17 2 * * *'"
             )
         try:
             # From a leap year's first day: a schedule that fires at all fires within 8 years.

@@ -518,6 +518,11 @@ PYDANTIC_ONLY_BAD_SPECS: list[BadSpec] = [
         _window(schedule="0 2 30 2 *"),
         "spec.remediation.maintenanceWindows[0].schedule",
     ),
+    BadSpec(
+        "cron schedule with croniter's random value R (a different time at every evaluation)",
+        _window(schedule="R 2 * * *"),
+        "spec.remediation.maintenanceWindows[0].schedule",
+    ),
     BadSpec("unknown field (a typo)", _with("remediation.dryRun", True), "spec.remediation.dryRun"),
     BadSpec(
         "invalid label key in the pod selector",

@@ -133,3 +133,15 @@ def test_a_cron_schedule_on_29_february_is_valid() -> None:
     """It fires every 4 years: rare, but it fires."""
     window = {"schedule": "0 0 29 2 *", "duration": "1h"}
     parse_spec({**MINIMAL, "remediation": {"maintenanceWindows": [window]}})
+
+
+def test_why_r_is_refused_croniter_picks_a_new_random_minute_each_time() -> None:
+    from croniter import croniter
+
+    minutes = {croniter("R 2 * * *", datetime(2026, 1, 1)).get_next(datetime).minute for _ in range(50)}
+    assert len(minutes) > 1
+
+
+def test_month_and_day_names_with_r_or_h_are_not_taken_for_random_values() -> None:
+    window = {"schedule": "0 2 * MAR,APR THU", "duration": "1h"}
+    parse_spec({**MINIMAL, "remediation": {"maintenanceWindows": [window]}})
