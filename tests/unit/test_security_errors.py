@@ -60,6 +60,18 @@ REFUSED = ("_TRANSPORT", "127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 fai
             Kind.TLS,
             "tls.certificate/key",
         ),
+        (
+            [
+                (
+                    "_TRANSPORT",
+                    "ssl://127.0.0.1:41092/bootstrap: Receive failed: error:0A000412:SSL routines::ssl/tls alert "
+                    "bad certificate: SSL alert number 42 (after 2ms in state APIVERSION_QUERY)",
+                ),
+                ALL_DOWN,
+            ],
+            Kind.TLS,
+            "ssl.keystore.location",
+        ),
     ],
 )
 def test_connection_errors(errors: list[tuple[str, str]], kind: Kind, fix: str) -> None:

@@ -5,7 +5,8 @@ Pure functions, no client library imported. Two sources:
   with an error code: `_AUTHENTICATION` (SASL: wrong password, unknown user, unsupported
   mechanism; and a SASL handshake the listener does not expect), `_SSL` (TLS handshake: unknown
   CA, host name mismatch, a client certificate the broker refused), `_TRANSPORT` (among others
-  a TLS client on a PLAINTEXT listener, which librdkafka recognises). The code decides the
+  a TLS client on a PLAINTEXT listener, which librdkafka recognises, and the broker's TLS alert
+  refusing a missing or untrusted client certificate under mTLS). The code decides the
   kind; the text only refines it (which of the SASL or TLS cases it is), and is kept, secrets
   redacted, as the detail.
 - per-call errors: Kafka's `*_AUTHORIZATION_FAILED` codes (`TOPIC_AUTHORIZATION_FAILED`,
@@ -107,6 +108,10 @@ def _one(code: str, text: str) -> Classified | None:
         if any(s in lower for s in ("certificate required", "unknown ca", "bad certificate", "alert")):
             return Classified(Kind.TLS, f"{Kind.TLS}: {detail}; {_TLS_CLIENT_FIX}")
         return Classified(Kind.TLS, f"{Kind.TLS}: {detail}; {_TLS_CA_FIX}")
+    if code == "_TRANSPORT" and "ssl routines" in lower and "alert" in lower:
+        # The broker's TLS alert after the handshake (TLS 1.3): it refused our client certificate
+        # ("alert bad certificate", "certificate required") or its CA ("unknown ca").
+        return Classified(Kind.TLS, f"{Kind.TLS}: {detail}; {_TLS_CLIENT_FIX}")
     if code == "_TRANSPORT" and (
         "connecting to a plaintext broker listener" in lower
         or "incorrect security.protocol configuration" in lower

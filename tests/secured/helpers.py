@@ -1,0 +1,78 @@
+"""A secured testbed per module (1 broker), the CLI as users run it, and what a test asserts on it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from kafka_health.testbed import security
+from kafka_health.testbed.cluster import INTERNAL_PORT_OFFSET, Testbed
+
+# Client ports of the secured test clusters: clear of the session cluster (KAFKA_HEALTH_TEST_PORT
+# and its controllers at +100) and of each other (each also uses +100 and +200).
+PORT_OFFSET = {"sasl_ssl": 400, "mtls": 700}
+
+
+def secured_testbed(tmp: Path, mode: str) -> Iterator[Testbed]:
+    base = int(os.environ.get("KAFKA_HEALTH_TEST_PORT", "29092")) + PORT_OFFSET[mode]
+    tb = Testbed(tmp)
+    tb.up(1, base, security_mode=mode)
+    try:
+        yield tb
+    finally:
+        tb.down(purge=True)
+
+
+def kafka_health(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """`kafka-health ARGS` in a child process, as a user runs it."""
+    full_env = {k: v for k, v in os.environ.items() if k != "KAFKA_HEALTH_COMMAND_CONFIG"}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "kafka_health.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=full_env,
+    )
+
+
+def internal_listener(tb: Testbed) -> str:
+    """The broker's PLAINTEXT inter-broker listener (what a SASL client must not be pointed at)."""
+    b = tb.require().brokers[0]
+    assert b.internal_port == b.port + INTERNAL_PORT_OFFSET
+    return f"127.0.0.1:{b.internal_port}"
+
+
+def properties_with(
+    tb: Testbed, tmp: Path, name: str, user: str = security.ADMIN, **changes: str | None
+) -> Path:
+    """The testbed's client.properties of `user` with some keys changed (None: removed)."""
+    source = tb.client_properties(user)
+    assert source is not None
+    lines = {}
+    for line in source.read_text().splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            lines[key] = value
+    for name, change in changes.items():
+        key = name.replace("__", ".")
+        if change is None:
+            lines.pop(key, None)
+        else:
+            lines[key] = change
+    path = tmp / name
+    path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+    return path
+
+
+def other_ca(tmp: Path) -> Path:
+    """A CA that signed none of the brokers' certificates."""
+    path = tmp / "other-ca.pem"
+    path.write_bytes(security.make_ca("not the testbed's CA").cert)
+    return path

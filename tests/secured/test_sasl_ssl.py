@@ -1,0 +1,163 @@
+"""SASL_SSL (SCRAM-SHA-512) on a real broker: the CLI connects with --command-config, and each
+way of getting security wrong gets its own error naming the setting to fix (never a secret)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from kafka_health.cli.kafka_options import connection
+from kafka_health.collect.kafka_admin import KafkaAdmin
+from kafka_health.collect.results import Timeouts
+from kafka_health.collect.snapshot import collect_snapshot
+from kafka_health.testbed import security
+from kafka_health.testbed.cluster import Testbed
+from tests.secured.helpers import internal_listener, kafka_health, other_ca, properties_with, secured_testbed
+
+pytestmark = pytest.mark.kafka
+
+WRONG = "Wr0ng-Secret-Value"
+JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" password="{password}";'
+
+
+@pytest.fixture(scope="module")
+def sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    tb_iter = secured_testbed(tmp_path_factory.mktemp("sasl_ssl"), "sasl_ssl")
+    tb = next(tb_iter)
+    created = tb.tool(
+        "kafka-topics", ["--create", "--topic", "orders", "--partitions", "3", "--replication-factor", "1"]
+    )
+    assert created.returncode == 0, created.stderr
+    yield tb
+    next(tb_iter, None)
+
+
+def bootstrap(tb: Testbed) -> str:
+    return tb.require().bootstrap_servers
+
+
+def passwords(tb: Testbed) -> list[str]:
+    return list(tb.material().passwords().values())
+
+
+def assert_no_secret(out: str, tb: Testbed, *extra: str) -> None:
+    for secret in [*passwords(tb), *extra]:
+        assert secret not in out
+
+
+def test_testbed_tool_and_env_carry_the_client_settings(sasl: Testbed) -> None:
+    """Kafka's own tools stay oracles: `testbed tool` adds the admin's --command-config."""
+    listed = sasl.tool("kafka-topics", ["--list"])
+    assert listed.returncode == 0, listed.stderr
+    assert "orders" in listed.stdout.split()
+    env = kafka_health("testbed", "env", "--state-dir", str(sasl.state_dir))
+    assert env.returncode == 0, env.stderr
+    assert f"export KAFKA_HEALTH_COMMAND_CONFIG={sasl.client_properties()}" in env.stdout
+    assert "--from-literal=username=admin" in env.stdout
+    assert_no_secret(env.stdout, sasl)
+
+
+def test_diagnose_reads_the_secured_cluster(sasl: Testbed, tmp_path: Path) -> None:
+    """The env var is --command-config's default; the admin reads every part of the cluster."""
+    snap = tmp_path / "snapshot.json"
+    out = kafka_health(
+        "diagnose",
+        "-b",
+        bootstrap(sasl),
+        "-o",
+        "json",
+        "--save-snapshot",
+        str(snap),
+        env={"KAFKA_HEALTH_COMMAND_CONFIG": str(sasl.client_properties())},
+    )
+    assert out.returncode in (0, 1), out.stderr  # healthy or warnings (RF 1 on one broker)
+    saved = json.loads(snap.read_text())
+    assert {p["topic"] for p in saved["partitions"]} >= {"orders"}
+    assert saved["quorum"]["leader_id"] == 0
+    assert saved["missing"] == []
+    assert_no_secret(out.stdout + out.stderr, sasl)
+
+
+@pytest.mark.parametrize("user", ["admin", "ghost"], ids=["wrong-password", "unknown-user"])
+def test_authentication_failed(sasl: Testbed, tmp_path: Path, user: str) -> None:
+    props = properties_with(
+        sasl, tmp_path, "bad.properties", sasl__jaas__config=JAAS.format(user=user, password=WRONG)
+    )
+    out = kafka_health("diagnose", "-b", bootstrap(sasl), "--command-config", str(props))
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "authentication failed: " in out.stderr
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in out.stderr
+    assert "sasl.jaas.config in --command-config" in out.stderr
+    assert "Broker transport failure" not in out.stderr
+    assert_no_secret(out.stdout + out.stderr, sasl, WRONG)
+
+
+def test_tls_handshake_failed_bad_ca(sasl: Testbed, tmp_path: Path) -> None:
+    props = properties_with(
+        sasl, tmp_path, "bad-ca.properties", ssl__truststore__location=str(other_ca(tmp_path))
+    )
+    out = kafka_health("elect-leaders", "-b", bootstrap(sasl), "--command-config", str(props))
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "TLS handshake failed: " in out.stderr and "certificate verify failed" in out.stderr
+    assert "ssl.truststore.location in --command-config" in out.stderr
+    assert_no_secret(out.stdout + out.stderr, sasl)
+
+
+def test_tls_hostname_mismatch_and_the_setting_that_turns_it_off(sasl: Testbed, tmp_path: Path) -> None:
+    """The certificates name 127.0.0.1 only: `localhost` fails verification unless it is off."""
+    port = sasl.require().brokers[0].port
+    props = sasl.client_properties()
+    assert props is not None
+    out = kafka_health("elect-leaders", "-b", f"localhost:{port}", "--command-config", str(props))
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "TLS handshake failed: " in out.stderr and "subject alternative names" in out.stderr
+    off = properties_with(sasl, tmp_path, "no-verify.properties", ssl__endpoint__identification__algorithm="")
+    ok = kafka_health("elect-leaders", "-b", f"localhost:{port}", "--command-config", str(off))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_sasl_client_on_a_plaintext_listener_is_a_protocol_mismatch(sasl: Testbed, tmp_path: Path) -> None:
+    props = properties_with(
+        sasl,
+        tmp_path,
+        "sasl-plaintext.properties",
+        security__protocol="SASL_PLAINTEXT",
+        ssl__truststore__type=None,
+        ssl__truststore__location=None,
+    )
+    out = kafka_health("diagnose", "-b", internal_listener(sasl), "--command-config", str(props))
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "security protocol mismatch: the listener does not speak SASL" in out.stderr
+    assert "security.protocol in --command-config" in out.stderr
+    assert_no_secret(out.stdout + out.stderr, sasl)
+
+
+def test_unprivileged_user_names_the_missing_acl_and_the_grant_fixes_it(sasl: Testbed) -> None:
+    app_props = sasl.client_properties(security.APP)
+    assert app_props is not None
+    conn = connection(bootstrap(sasl), app_props)
+
+    def read() -> dict[str, str]:
+        with KafkaAdmin(conn, timeouts=Timeouts(metadata=6, request=6)) as admin:
+            snap = collect_snapshot(admin, "sasl", lambda: datetime.now(UTC))
+        assert snap.reachable
+        return {m.part: m.reason for m in snap.missing}
+
+    missing = read()
+    assert missing["quorum"].startswith(
+        "authorization denied: the principal lacks DESCRIBE on CLUSTER kafka-cluster"
+    )
+    assert "kafka-acls --add" in missing["quorum"]
+    grant = ["--add", "--allow-principal", "User:app", "--operation", "Describe", "--cluster"]
+    granted = sasl.tool("kafka-acls", grant)
+    assert granted.returncode == 0, granted.stderr
+    try:
+        missing = read()
+        assert "quorum" not in missing, missing
+    finally:
+        revoked = sasl.tool("kafka-acls", ["--remove", "--force", *grant[1:]])
+        assert revoked.returncode == 0, revoked.stderr
