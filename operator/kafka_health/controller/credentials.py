@@ -80,4 +80,6 @@ def connection_for(
             value = _read(read_secret, namespace, ref, f"spec.cluster.security.tls.{field}")
             digest = hashlib.sha256(value.encode()).hexdigest()[:12]
             conf[option] = _write_private(workdir, f"{field}-{digest}.pem", value)
+        # librdkafka verifies the broker's host name by default; verifyHostname=false turns it off.
+        conf["ssl.endpoint.identification.algorithm"] = "https" if tls.verify_hostname else "none"
     return ConnectionConfig.from_dict(conf)
