@@ -35,15 +35,24 @@ def test_json_output_is_the_diagnosis_and_exit_code_follows_it(spark: object, tm
     d = Diagnosis.model_validate_json(result.stdout)
     assert result.exit_code == d.exit_code() == 4
     assert {"broker_missing", "disk_usage", "low_replication_factor"} <= {f.check for f in d.findings}
+    # Incidents beside the findings: each finding in exactly one, the broker's first.
+    assert sorted(f.model_dump_json() for i in d.incidents for f in i.findings) == sorted(
+        f.model_dump_json() for f in d.findings
+    )
+    assert d.incidents[0].id == "broker_down:1"
 
 
 def test_warnings_only_exit_1_and_table_lists_them(spark: object, tmp_path: Path) -> None:
     snap = snapshot(partitions=[*balanced_topic("orders"), part("rf2", 0, 0, [0, 1])])
-    result = CliRunner().invoke(app, ["diagnose", "--snapshot", str(save(tmp_path, snap))])
+    path = str(save(tmp_path, snap))
+    result = CliRunner().invoke(app, ["diagnose", "--snapshot", path])
     assert result.exit_code == 1, result.output
-    assert "low_replication_factor" in result.stdout
-    assert "topic rf2" in result.stdout
+    assert "never_safe_topic:rf2" in result.stdout  # RF 2 with the default min.insync.replicas 2
+    assert "topic rf2" not in result.stdout  # the member finding's subject: only with --members
     assert "warnings (exit 1)" in result.stdout
+    members = CliRunner().invoke(app, ["diagnose", "--snapshot", path, "--members"])
+    assert members.exit_code == 1, members.output
+    assert "low_replication_factor  topic rf2: Topic rf2 has replication factor 2" in members.stdout
 
 
 def test_threshold_override_changes_the_verdict(spark: object, tmp_path: Path) -> None:

@@ -219,3 +219,53 @@ def test_rf1_topic_is_a_durability_risk(
     assert found["low_replication_factor"].evidence["replication_factor"] == 1
     # The cluster default min.insync.replicas=2 exceeds RF 1: acks=all writes can never succeed.
     assert found["min_isr_too_high"].severity is Severity.CRITICAL
+
+
+def test_stopped_broker_is_one_critical_incident_with_kafkas_under_replicated_partitions(
+    kafka: Testbed, bootstrap: str, unique_name: str, spark: SparkSession
+) -> None:
+    """Issue 13: one stopped broker → exactly one critical incident, naming it, whose partitions
+    are Kafka's own `kafka-topics --describe --under-replicated-partitions`, and which names the
+    consumer group reading them; every finding of the diagnosis is in exactly one incident."""
+    topic = group = unique_name
+    create_topic(bootstrap, topic, partitions=6)
+    produce(bootstrap, topic, {p: 10 for p in range(6)})
+    faults.member_that_committed(bootstrap, group, topic, 60).close()  # committed offsets, no member
+    kafka.stop(2)
+    alive = survivors(kafka, 2)
+    wait_for(
+        lambda: (
+            {tp for tp in faults.under_replicated(alive) if tp[0] == topic} == {(topic, p) for p in range(6)}
+        ),
+        timeout=60,
+        what="every partition of the topic under-replicated",
+    )
+
+    def stable() -> tuple[Diagnosis, set[tuple[str, int]]] | None:
+        before = describe_list(kafka, "--under-replicated-partitions")
+        d = diagnose(spark, alive)
+        after = describe_list(kafka, "--under-replicated-partitions")
+        return (d, after) if before == after else None
+
+    d, urp = wait_for(stable, timeout=120, interval=1, what="the same URP list from Kafka twice in a row")
+    assert {(topic, p) for p in range(6)} <= urp  # the fault is in Kafka's list, not two empty sets
+
+    critical = [i for i in d.incidents if i.severity is Severity.CRITICAL]
+    assert [i.id for i in critical] == ["broker_down:2"], [(i.id, i.title) for i in d.incidents]
+    (incident,) = critical
+    assert incident.subject.broker == 2
+    assert incident.title.startswith("Broker 2 is fenced")
+    assert {(p.topic, p.partition) for p in incident.partitions} == urp
+    assert incident.partitions_total == len(urp) and incident.evidence["offline"] == 0
+    assert group in incident.groups
+    # Its members: the broker itself and every under-replicated partition finding.
+    assert {f.check for f in incident.findings} >= {"broker_missing", "under_replicated"}
+    assert partitions_of(incident.findings, "under_replicated") == partitions_of(
+        d.findings, "under_replicated"
+    )
+    # Nothing lost, nothing counted twice.
+    assert sum(len(i.findings) for i in d.incidents) == len(d.findings)
+    assert sorted(f.model_dump_json() for i in d.incidents for f in i.findings) == sorted(
+        f.model_dump_json() for f in d.findings
+    )
+    assert len(d.findings) > len(urp) > len(d.incidents)  # the rows an operator reads shrink

@@ -149,13 +149,25 @@ def test_stopped_broker_is_reported_with_an_event_then_clears(
     assert condition(status, "Healthy")["status"] == "False"
     urp = [f for f in status["topFindings"] if f["check"] == "under_replicated"]
     assert urp, status["topFindings"]
+    # The findings are one incident, named for the broker, and one Event.
+    status = wait_status(
+        cp,
+        e2e_ns,
+        "broker-down",
+        lambda s: any(i["id"] == "broker_down:1" for i in s.get("topIncidents", [])),
+        timeout=2 * INTERVAL_S + 30,
+        what="the broker_down:1 incident",
+    )
+    (incident,) = [i for i in status["topIncidents"] if i["id"] == "broker_down:1"]
+    assert incident["severity"] == "critical" and incident["partitions"] >= 3, incident
+    assert status["lastDiagnosis"]["incidents"] >= 1
     wait_for(
         lambda: any(
-            e["reason"] == "FindingAppeared" and "under_replicated" in e["message"]
+            e["reason"] == "IncidentOpened" and e["message"].startswith("broker_down:1 ")
             for e in events_of(cp, e2e_ns, "broker-down")
         ),
         timeout=30,
-        what="a FindingAppeared Event for under_replicated",
+        what="an IncidentOpened Event for broker_down:1",
     )
 
     kafka.start(1)
@@ -164,17 +176,19 @@ def test_stopped_broker_is_reported_with_an_event_then_clears(
         cp, e2e_ns, "broker-down", lambda s: s.get("health") == "Healthy", timeout=120, what="Healthy again"
     )
     wait_for(
-        lambda: any(e["reason"] == "FindingCleared" for e in events_of(cp, e2e_ns, "broker-down")),
+        lambda: any(
+            e["reason"] == "IncidentResolved" and e["message"].startswith("broker_down:1 resolved")
+            for e in events_of(cp, e2e_ns, "broker-down")
+        ),
         timeout=30,
-        what="a FindingCleared Event",
+        what="an IncidentResolved Event for broker_down:1",
     )
-    # One Event per check and direction, not one per cycle.
-    appeared = [
-        e
-        for e in events_of(cp, e2e_ns, "broker-down")
-        if e["reason"] == "FindingAppeared" and "under_replicated" in e["message"]
-    ]
-    assert sum(e.get("count", 1) for e in appeared) == 1
+    # One Event per incident and direction, not one per cycle, check or partition.
+    opened = [e for e in events_of(cp, e2e_ns, "broker-down") if e["reason"] == "IncidentOpened"]
+    assert sum(e.get("count", 1) for e in opened if e["message"].startswith("broker_down:1 ")) == 1
+    assert not any(
+        e["reason"] in ("FindingAppeared", "FindingCleared") for e in events_of(cp, e2e_ns, "broker-down")
+    )
 
 
 def test_unreachable_cluster_is_degraded_while_other_policies_are_served(

@@ -47,7 +47,7 @@ def collect(bootstrap_servers: str, cluster: str, command_config: Path | None = 
         return collect_snapshot(admin, cluster, lambda: datetime.now(UTC))
 
 
-def render(diagnosis: Diagnosis, output: Output) -> str:
+def render(diagnosis: Diagnosis, output: Output, members: bool = False) -> str:
     if output is Output.json:
         return diagnosis.model_dump_json(indent=2) + "\n"
     if output is Output.html:
@@ -56,7 +56,7 @@ def render(diagnosis: Diagnosis, output: Output) -> str:
         return html.render(diagnosis)
     from kafka_health.report import table
 
-    return table.render(diagnosis)
+    return table.render(diagnosis, members=members)
 
 
 def diagnose(
@@ -90,6 +90,13 @@ def diagnose(
         ),
     ] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="table, json or html.")] = Output.table,
+    members: Annotated[
+        bool,
+        typer.Option(
+            "--members",
+            help="table: list each incident's findings under it (json and html always carry them).",
+        ),
+    ] = False,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the report to FILE instead of stdout.")
     ] = None,
@@ -120,7 +127,8 @@ def diagnose(
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
 ) -> None:
-    """Read a Kafka cluster, run the Spark checks, print the findings.
+    """Read a Kafka cluster, run the Spark checks, print the incidents: findings grouped by root
+    cause (a broker down, a never-safe topic, a lagging group, ...), worst first.
 
     Exit codes: 0 healthy, 1 warnings, 4 critical (an unreachable cluster is critical);
     2 usage error; 3 the command could not run (unreadable snapshot, Spark failure, the cluster
@@ -184,7 +192,7 @@ def diagnose(
     except Exception as exc:  # Spark reports JVM and connection errors as many types
         raise _fail(f"the diagnosis failed: {type(exc).__name__}: {exc}{see_log}") from exc
 
-    text = render(diagnosis, output)
+    text = render(diagnosis, output, members)
     if out is not None:
         out.write_text(text)
         typer.echo(f"{output.value} report written to {out}", err=True)
