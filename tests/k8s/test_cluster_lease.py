@@ -148,18 +148,19 @@ def test_a_frozen_holder_loses_the_lock_and_finds_out_before_its_next_step(k8s: 
     assert b.acquire() is not None  # not expired yet: pod-a may still be mid-step
     time.sleep(TTL + 1)
     assert b.acquire() is None  # expired: the standby takes over
-    try:
-        # pod-a "resumes": its next check fails, from the local clock or by compare-and-swap.
-        with pytest.raises(LeaseLost):
-            a.ensure(fresh=False)
-        assert not a.held
-        with pytest.raises(LeaseLost):
-            a.ensure(fresh=True)
-        a.release()  # a lost lease is never deleted from under its new holder
-        assert read_lock(k8s, LockSettings(lock_ns, "x"), "id:frozen") is not None
-        b.ensure(fresh=True)
-    finally:
-        b.release()
+    # pod-b finishes its action and releases the Lease before pod-a "resumes".
+    b.release()
+    assert read_lock(k8s, LockSettings(lock_ns, "x"), "id:frozen") is None
+    # pod-a's next check fails, from the local clock or by compare-and-swap, and its stale write
+    # does not bring its record back (a deleted Lease would be recreated by that update).
+    with pytest.raises(LeaseLost):
+        a.ensure(fresh=False)
+    assert not a.held
+    with pytest.raises(LeaseLost):
+        a.ensure(fresh=True)
+    a.release()
+    a.hand_over()
+    assert read_lock(k8s, LockSettings(lock_ns, "x"), "id:frozen") is None
 
 
 def test_concurrent_takes_have_exactly_one_winner(k8s: K8s, lock_ns: str) -> None:

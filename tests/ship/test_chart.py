@@ -36,7 +36,7 @@ PEERING_CLUSTER = {
 DISCOVERY = {("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"}}
 NAMESPACES = {("", "namespaces"): {"list", "watch"}}
 LOCK_ARGS = ["--lock-namespace=kafka-health", "--lock-ttl=30"]
-LOCK = {("coordination.k8s.io", "leases"): {"get", "create", "update", "delete"}}
+LOCK = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 """The per-Kafka-cluster action lock, in the lock namespace (default: the release namespace)."""
 BROKERS_ONLY = {
     ("", "pods"): {"get", "list", "watch", "delete"},

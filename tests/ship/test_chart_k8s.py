@@ -187,8 +187,10 @@ DENIED_SERVED = [
     ("rbac.authorization.k8s.io", "roles", "", ["get", "create", "bind", "escalate"]),
     ("coordination.k8s.io", "leases", "", ["get", "create"]),
 ]
-LOCK = [("coordination.k8s.io", "leases", "", ["get", "create", "update", "delete"])]
-LOCK_DENIED = [("coordination.k8s.io", "leases", "", ["list", "watch", "patch", "deletecollection"])]
+LOCK = [("coordination.k8s.io", "leases", "", ["get", "create", "update"])]
+LOCK_DENIED = [
+    ("coordination.k8s.io", "leases", "", ["list", "watch", "patch", "delete", "deletecollection"])
+]
 BROKERS = [
     ("", "pods", "", ["get", "list", "watch", "delete"]),
     ("apps", "statefulsets", "", ["get", "list"]),

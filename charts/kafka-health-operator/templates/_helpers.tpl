@@ -97,7 +97,7 @@ both are listed for the peering resources (same verbs; without it Kopf fails wit
 {{- define "kho.rules.lock" -}}
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
-  verbs: ["get", "create", "update", "delete"]
+  verbs: ["get", "create", "update"]
 {{- end }}
 
 {{- define "kho.rules.policies" -}}

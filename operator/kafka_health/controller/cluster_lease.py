@@ -21,8 +21,11 @@ cluster must use the same lock namespace: that is what makes two installs see ea
 - hand over (`hand_over`): a replica that stops acting with the action still in flight (paused
   by peering, shutting down) clears its replica from the Lease: the policy's next replica takes
   it at once, other policies still see it held until it expires.
-- release (`release`): when the action ends, the Lease is deleted (with a resourceVersion
-  precondition: a Lease someone else took meanwhile is left alone).
+- release (`release`): when the action ends, the Lease is emptied (no holder) by
+  compare-and-swap; a Lease someone else took meanwhile is left alone. It is never deleted:
+  Leases allow create-on-update, so a frozen holder's late compare-and-swap renewal would
+  silently recreate a deleted one (found by the hand-over e2e test); an existing Lease always
+  refuses a stale resourceVersion.
 
 The holder's fields are typed annotations on the Lease (`kafkahealth.io/lock-*`), and
 `holderIdentity` is `<replica>/<namespace>/<policy>/<action>` for people and kubectl.
@@ -347,14 +350,28 @@ class ClusterLease:
             self._lease = None
 
     def release(self) -> None:
-        """The action ended: delete the Lease (unless someone else wrote it meanwhile)."""
+        """The action ended: empty the Lease (no holder), by compare-and-swap; a Lease someone
+        else wrote meanwhile is left alone. The Lease object itself is kept: a replace with a stale
+        resourceVersion must always meet it (Leases allow create-on-update, so a deleted one would
+        be silently recreated by a frozen holder's late renewal)."""
         self._stop_renewer()
         with self._guard:
             lease, self._lease = self._lease, None
             if lease is None or self._lost or lease.resource_version is None:
                 return
+            empty = LeaseRecord(
+                name=self.name,
+                namespace=self.settings.namespace,
+                holder_identity=None,
+                lease_duration_seconds=self.ttl_seconds,
+                renew_time=self.clock(),
+                lease_transitions=lease.lease_transitions,
+                annotations={A_CLUSTER: self.cluster},
+                labels=dict(LABELS),
+                resource_version=lease.resource_version,
+            )
             try:
-                self.k8s.delete_lease(self.settings.namespace, self.name, lease.resource_version)
+                self.k8s.replace_lease(empty)
                 log.info(
                     "cluster lock %s/%s released by %s",
                     self.settings.namespace,
@@ -363,7 +380,7 @@ class ClusterLease:
                 )
             except K8sError as exc:
                 log.warning(
-                    "cluster lock %s/%s not released (%s): it expires on its own",
+                    "cluster lock %s/%s not released (%s): someone else wrote it meanwhile, or it expires on its own",
                     self.settings.namespace,
                     self.name,
                     exc,

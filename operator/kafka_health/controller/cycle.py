@@ -35,6 +35,7 @@ from kafka_health.models.policy import (
     KafkaHealthPolicyStatus,
     LastDiagnosis,
     PolicyError,
+    epoch_millis_at_or_after,
     parse_duration,
     parse_spec,
     parse_status,
@@ -403,7 +404,7 @@ class PolicyWorker:
         def offsets_for_times(
             ts: datetime, partitions: list[tuple[str, int]]
         ) -> dict[tuple[str, int], int | None]:
-            return dict(admin.offsets_for_times(partitions, int(ts.timestamp() * 1000)).values)
+            return dict(admin.offsets_for_times(partitions, epoch_millis_at_or_after(ts)).values)
 
         now = datetime.now(UTC)
         in_flight = status.current_remediation

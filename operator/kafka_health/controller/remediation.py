@@ -152,8 +152,8 @@ def _take(
     ctx: ActContext, policy: PolicyRef, action: ActionType, id: str | None, plan_id: str | None
 ) -> ClusterLease | ClusterLock:
     """The cluster's Lease for this action, held now; or the lock record of whoever holds it."""
-    lease = ctx.lease
-    if lease is None or lease.cluster != cluster_key(ctx.spec.cluster, ctx.snapshot):
+    lease = ctx.lease  # the roll driver's: it chose the key (kept while the cluster id is unreadable)
+    if lease is None:
         lease = ClusterLease(
             ctx.k8s,
             ctx.lock,

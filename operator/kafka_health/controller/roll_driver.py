@@ -128,9 +128,19 @@ class RollDriver:
 
     # ------------------------------------------------------------------ the lease
     def _lease_for(
-        self, key: str, policy: PolicyRef, action: ActionType, id: str | None, plan_id: str | None
+        self,
+        spec: KafkaHealthPolicySpec,
+        snapshot: ClusterSnapshot | None,
+        policy: PolicyRef,
+        action: ActionType,
+        id: str | None,
+        plan_id: str | None,
     ) -> ClusterLease:
-        """The driver's Lease object for this cluster (held or not yet)."""
+        """The driver's Lease object for this cluster (held or not yet). A snapshot without the
+        cluster id (Kafka unreadable for a moment) keeps the Lease already held."""
+        if self.lease is not None and self.lease.held and (snapshot is None or not snapshot.cluster_id):
+            return self.lease
+        key = cluster_key(spec.cluster, snapshot)
         if self.lease is None or self.lease.cluster != key or not self.lease.held:
             if self.lease is not None and self.lease.held:
                 self.lease.hand_over()
@@ -284,8 +294,7 @@ class RollDriver:
         from kafka_health.controller.remediation import locked_status
 
         policy = PolicyRef.from_metadata(metadata)
-        key = cluster_key(spec.cluster, snapshot)
-        lease = self._lease_for(key, policy, current.action, current.id, current.plan_id)
+        lease = self._lease_for(spec, snapshot, policy, current.action, current.id, current.plan_id)
         held = lease.acquire()
         if held is None:
             return True
@@ -315,9 +324,7 @@ class RollDriver:
         policy = PolicyRef.from_metadata(metadata)
         what = decision.action or status.current_remediation
         assert what is not None
-        lease = self._lease_for(
-            cluster_key(spec.cluster, snapshot), policy, what.action, what.id, what.plan_id
-        )
+        lease = self._lease_for(spec, snapshot, policy, what.action, what.id, what.plan_id)
         ctx = ActContext(
             metadata=metadata,
             spec=spec,

@@ -133,8 +133,10 @@ class K8s:
         self.coordination = client.CoordinationV1Api(api_client)
 
     # ---------------------------------------------------------------- leases (the cluster lock)
-    # Every write is a compare-and-swap: create fails with 409 when the Lease exists; replace and
-    # delete carry the resourceVersion read, and fail with 409 when anyone wrote it since.
+    # Every write is a compare-and-swap: create fails with 409 when the Lease exists; replace
+    # carries the resourceVersion read and fails with 409 when anyone wrote it since. Leases are
+    # never deleted: the API server creates a Lease on update when it is missing, so only an
+    # existing one makes a stale replace fail.
     def read_lease(self, namespace: str, name: str) -> LeaseRecord | None:
         try:
             return _lease_record(self.coordination.read_namespaced_lease(name, namespace))
@@ -163,17 +165,6 @@ class K8s:
             )
         except ApiException as exc:
             raise _wrap(f"replace Lease {lease.namespace}/{lease.name}", exc) from None
-
-    def delete_lease(self, namespace: str, name: str, resource_version: str) -> bool:
-        """Delete the Lease if it is still at `resource_version`; False when it changed or is gone."""
-        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version))
-        try:
-            self.coordination.delete_namespaced_lease(name, namespace, body=body)
-        except ApiException as exc:
-            if exc.status in (404, 409):
-                return False
-            raise _wrap(f"delete Lease {namespace}/{name}", exc) from None
-        return True
 
     # ---------------------------------------------------------------- secrets
     def read_secret_value(self, namespace: str, name: str, key: str) -> str:

@@ -1033,6 +1033,15 @@ _TARGET_RULE = CelRule(
 
 _SHIFT_RULE = CelRule("self != 0", "shiftBy: 0 changes nothing: use a positive or negative number")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def epoch_millis_at_or_after(ts: datetime) -> int:
+    """The Kafka timestamp (ms since 1970) of the first whole millisecond at or after `ts`.
+    "The first offset at or after a time" finer than a millisecond must not start a millisecond
+    early (truncating would); integer arithmetic, so no float rounding either."""
+    return -((EPOCH - ts) // timedelta(milliseconds=1))
+
+
 _EPOCH_RULE = CelRule(
     "timestamp(self) >= timestamp('1970-01-01T00:00:00Z')",
     "must be 1970-01-01T00:00:00Z or later (Kafka reads an earlier, negative timestamp as 'latest' or "

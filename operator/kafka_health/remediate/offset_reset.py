@@ -42,6 +42,7 @@ from kafka_health.models.policy import (
     OffsetResetRequest,
     OffsetResetResult,
     RequestState,
+    epoch_millis_at_or_after,
 )
 from kafka_health.models.snapshot import ClusterSnapshot, ConsumerGroup
 from kafka_health.plan.decision import RequestUpdate
@@ -729,5 +730,5 @@ def plan_live(
     lookups = None
     ts = target_timestamp(request, now)
     if ts is not None:
-        lookups = admin.offsets_for_times(keys, int(ts.timestamp() * 1000)).values
+        lookups = admin.offsets_for_times(keys, epoch_millis_at_or_after(ts)).values
     return plan_offset_reset(request, snapshot, now=now, offsets_for_times=lookups), group

@@ -5,7 +5,7 @@ models here and by a real API server in tests/k8s/test_operator_e2e.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from kafka_health.models.policy import (
     EPOCH,
     INT64_MAX,
     KafkaHealthPolicySpec,
+    epoch_millis_at_or_after,
     parse_duration,
     parse_spec,
 )
@@ -145,3 +146,25 @@ def test_why_r_is_refused_croniter_picks_a_new_random_minute_each_time() -> None
 def test_month_and_day_names_with_r_or_h_are_not_taken_for_random_values() -> None:
     window = {"schedule": "0 2 * MAR,APR THU", "duration": "1h"}
     parse_spec({**MINIMAL, "remediation": {"maintenanceWindows": [window]}})
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("1970-01-01T00:00:00Z", 0),
+        ("2024-06-01T00:00:00Z", 1_717_200_000_000),
+        ("2024-06-01T00:00:00.123Z", 1_717_200_000_123),
+        ("2024-06-01T00:00:00.123000Z", 1_717_200_000_123),
+        ("2024-06-01T00:00:00.0005Z", 1_717_200_000_001),  # not ...000: that ms is before the time
+        ("2024-06-01T00:00:00.999999Z", 1_717_200_001_000),
+        ("2024-06-01T02:00:00.0001+02:00", 1_717_200_000_001),
+    ],
+)
+def test_a_time_is_looked_up_at_the_first_whole_millisecond_at_or_after_it(text: str, ms: int) -> None:
+    assert epoch_millis_at_or_after(datetime.fromisoformat(text)) == ms
+
+
+def test_whole_milliseconds_are_exact_over_a_second_of_them() -> None:
+    base = datetime(2024, 6, 1, tzinfo=UTC)
+    for n in range(1000):
+        assert epoch_millis_at_or_after(base + timedelta(milliseconds=n)) == 1_717_200_000_000 + n
