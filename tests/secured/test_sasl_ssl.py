@@ -4,6 +4,7 @@ way of getting security wrong gets its own error naming the setting to fix (neve
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +15,7 @@ from kafka_health.cli.kafka_options import connection
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.collect.results import Timeouts
 from kafka_health.collect.snapshot import collect_snapshot
+from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.testbed import security
 from kafka_health.testbed.cluster import Testbed
 from tests.secured.helpers import internal_listener, kafka_health, other_ca, properties_with, secured_testbed
@@ -32,8 +34,23 @@ def sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
         "kafka-topics", ["--create", "--topic", "orders", "--partitions", "3", "--replication-factor", "1"]
     )
     assert created.returncode == 0, created.stderr
+    commit_group(tb, "billing", "orders", 3)
     yield tb
     next(tb_iter, None)
+
+
+def commit_group(tb: Testbed, group: str, topic: str, partitions: int) -> None:
+    """As admin: a few records per partition and group offsets committed (the group left Empty)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    conf = tb.librdkafka_config()
+    producer = Producer(conf)
+    for i in range(5 * partitions):
+        producer.produce(topic, value=b"x", partition=i % partitions)
+    assert producer.flush(30) == 0
+    consumer = Consumer({**conf, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, p, 3) for p in range(partitions)], asynchronous=False)
+    consumer.close()
 
 
 def bootstrap(tb: Testbed) -> str:
@@ -136,28 +153,87 @@ def test_sasl_client_on_a_plaintext_listener_is_a_protocol_mismatch(sasl: Testbe
     assert_no_secret(out.stdout + out.stderr, sasl)
 
 
-def test_unprivileged_user_names_the_missing_acl_and_the_grant_fixes_it(sasl: Testbed) -> None:
+def test_acl_table_each_grant_unlocks_exactly_its_part(sasl: Testbed, tmp_path: Path) -> None:
+    """The ACL table of docs/policy.md, walked grant by grant with the unprivileged user: each
+    missing ACL is named (operation and resource) on the part it hides, nothing else breaks,
+    and its grant removes exactly that."""
     app_props = sasl.client_properties(security.APP)
     assert app_props is not None
     conn = connection(bootstrap(sasl), app_props)
+    grants: list[list[str]] = []
 
-    def read() -> dict[str, str]:
+    def grant(*acl: str) -> None:
+        args = ["--allow-principal", "User:app", *acl]
+        done = sasl.tool("kafka-acls", ["--add", *args])
+        assert done.returncode == 0, done.stderr
+        grants.append(args)
+
+    def read() -> tuple[ClusterSnapshot, dict[str, str]]:
         with KafkaAdmin(conn, timeouts=Timeouts(metadata=6, request=6)) as admin:
             snap = collect_snapshot(admin, "sasl", lambda: datetime.now(UTC))
         assert snap.reachable
-        return {m.part: m.reason for m in snap.missing}
+        return snap, {m.part: m.reason for m in snap.missing}
 
-    missing = read()
-    assert missing["quorum"].startswith(
-        "authorization denied: the principal lacks DESCRIBE on CLUSTER kafka-cluster"
-    )
-    assert "kafka-acls --add" in missing["quorum"]
-    grant = ["--add", "--allow-principal", "User:app", "--operation", "Describe", "--cluster"]
-    granted = sasl.tool("kafka-acls", grant)
-    assert granted.returncode == 0, granted.stderr
+    def reset() -> subprocess.CompletedProcess[str]:
+        save = tmp_path / f"before-{len(grants)}.json"
+        return kafka_health(
+            "reset-offsets",
+            "-b",
+            bootstrap(sasl),
+            "--command-config",
+            str(app_props),
+            "-g",
+            "billing",
+            "-t",
+            "orders",
+            "--to-earliest",
+            "--execute",
+            "--save-to",
+            str(save),
+            "-o",
+            "json",
+        )
+
     try:
-        missing = read()
-        assert "quorum" not in missing, missing
+        snap, missing = read()
+        # Kafka hides topics and groups the principal may not DESCRIBE: nothing to name there.
+        assert snap.partitions == [] and snap.groups == []
+        assert set(missing) == {"quorum", "log_dirs:0"}, missing
+        for part in ("quorum", "log_dirs:0"):
+            assert missing[part].startswith("authorization denied: the principal lacks DESCRIBE on CLUSTER")
+
+        grant("--operation", "Describe", "--topic", "orders")
+        snap, missing = read()
+        assert {p.topic for p in snap.partitions} == {"orders"} and len(snap.offsets) == 3
+        assert set(missing) == {"quorum", "log_dirs:0", "configs:orders"}, missing
+        assert "lacks DESCRIBE_CONFIGS on TOPIC orders" in missing["configs:orders"]
+
+        grant("--operation", "DescribeConfigs", "--topic", "orders")
+        snap, missing = read()
+        assert [c.topic for c in snap.topic_configs] == ["orders"]
+        assert set(missing) == {"quorum", "log_dirs:0"}, missing
+
+        grant("--operation", "Describe", "--cluster")
+        snap, missing = read()
+        assert snap.quorum is not None and snap.log_dirs
+        # DESCRIBE on CLUSTER lists every group; describing one needs DESCRIBE on it.
+        assert set(missing) == {"group:billing"}, missing
+        assert "lacks DESCRIBE on GROUP billing" in missing["group:billing"]
+
+        grant("--operation", "Describe", "--group", "billing")
+        snap, missing = read()
+        assert missing == {} and [g.group_id for g in snap.groups] == ["billing"]
+
+        # reset-offsets: READ on the group, then READ on the topic (OffsetCommit).
+        refused = reset()
+        assert "GROUP_AUTHORIZATION_FAILED" in refused.stdout + refused.stderr
+        grant("--operation", "Read", "--group", "billing")
+        refused = reset()
+        assert "TOPIC_AUTHORIZATION_FAILED" in refused.stdout + refused.stderr
+        grant("--operation", "Read", "--topic", "orders")
+        done = reset()
+        assert done.returncode == 0, done.stdout + done.stderr
     finally:
-        revoked = sasl.tool("kafka-acls", ["--remove", "--force", *grant[1:]])
-        assert revoked.returncode == 0, revoked.stderr
+        for args in reversed(grants):
+            removed = sasl.tool("kafka-acls", ["--remove", "--force", *args])
+            assert removed.returncode == 0, removed.stderr

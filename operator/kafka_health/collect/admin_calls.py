@@ -471,7 +471,16 @@ class AdminCalls:
                 answer = kp._manager.run(coro, None, [broker])
             else:
                 answer = kp.describe_log_dirs(brokers=[broker])
-            return parse.log_dirs(broker, answer[0]["log_dirs"] if answer else [])
+            results = answer[0]["log_dirs"] if answer else []
+            if not results:
+                # A broker always has a log directory; Kafka answers with none (kafka-python drops
+                # the response's error code) when the principal lacks DESCRIBE on CLUSTER.
+                raise AdminCallError(
+                    "describe_log_dirs",
+                    "CLUSTER_AUTHORIZATION_FAILED: the broker listed no log directory "
+                    "(Kafka answers so when the principal may not DESCRIBE the cluster)",
+                )
+            return parse.log_dirs(broker, results)
 
         raw = self._gather({b: self._kp.submit(one, b) for b in ids}, self.timeouts.request + 1)
         out.values, out.errors = raw.values, raw.errors
