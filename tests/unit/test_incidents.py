@@ -9,6 +9,7 @@ import pytest
 
 from kafka_health.diagnose.incidents import group_incidents, incidents_of
 from kafka_health.models.findings import (
+    MAX_INCIDENT_PARTITIONS,
     Diagnosis,
     Finding,
     Incident,
@@ -341,3 +342,16 @@ def test_no_findings_no_incidents_and_old_diagnoses_are_grouped_on_read() -> Non
     assert [i.id for i in incidents_of(d)] == ["broker_down:1"]
     grouped = d.model_copy(update={"incidents": group_incidents(d.findings)})
     assert incidents_of(grouped) is grouped.incidents
+
+
+def test_a_down_broker_on_many_partitions_lists_the_first_ones_and_counts_all() -> None:
+    n = MAX_INCIDENT_PARTITIONS + 500
+    parts = [Partition(topic="big", partition=p, leader=0, replicas=[0, 1, 2], isr=[0, 1]) for p in range(n)]
+    (down,) = group_incidents([broker_missing(2), urp("big", 0, "2")], snapshot({0, 1}, parts, []))
+    assert down.partitions_total == n and down.evidence["under_replicated"] == n
+    assert len(down.partitions) == MAX_INCIDENT_PARTITIONS
+    assert down.partitions[:2] == [
+        PartitionRef(topic="big", partition=0),
+        PartitionRef(topic="big", partition=1),
+    ]
+    assert f"{n} under-replicated" in down.title

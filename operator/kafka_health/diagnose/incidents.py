@@ -37,6 +37,7 @@ appears and when it resolves, not every cycle.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -130,8 +131,15 @@ class _Context:
         offline_topics: dict[str, int] = {}
         if snapshot is not None and (down or churning):
             alive = {b.id for b in snapshot.brokers if b.alive}
+            # Replica lists only for the partitions a finding asks about (a snapshot may hold 1M).
+            asked = {
+                (f.subject.topic, f.subject.partition)
+                for f in findings
+                if f.check in ("leader_flapping", "consumer_lag") and f.subject.partition is not None
+            }
             for p in snapshot.partitions:
-                replicas[(p.topic, p.partition)] = p.replicas
+                if asked and (p.topic, p.partition) in asked:
+                    replicas[(p.topic, p.partition)] = p.replicas
                 if p.leader is None or p.leader not in alive:
                     offline.add((p.topic, p.partition))
                     on = [b for b in p.replicas if b in down]
@@ -343,6 +351,8 @@ class _Reach:
     partitions: list[PartitionRef]
     groups: list[str]
     evidence: dict[str, float | int | str | None] = field(default_factory=dict)
+    total: int | None = None
+    """How many partitions in all, when `partitions` lists only the first MAX_INCIDENT_PARTITIONS."""
 
 
 def _broker_down_reach(broker: int, members: list[Finding], ctx: _Context) -> _Reach:
@@ -359,7 +369,7 @@ def _broker_down_reach(broker: int, members: list[Finding], ctx: _Context) -> _R
         if broker not in p.replicas:
             continue
         is_offline = p.leader is None or p.leader not in alive
-        is_urp = len(p.isr) < len(p.replicas) and broker not in p.isr
+        is_urp = broker not in p.isr and len(p.isr) < len(p.replicas)
         if is_offline or is_urp:
             hit.add((p.topic, p.partition))
             offline += is_offline
@@ -369,8 +379,9 @@ def _broker_down_reach(broker: int, members: list[Finding], ctx: _Context) -> _R
         for g in snap.groups
         if any((o.topic, o.partition) in hit for o in g.offsets if o.committed_offset is not None)
     )
-    parts = [PartitionRef(topic=t, partition=p) for t, p in sorted(hit)]
-    return _Reach(parts, groups, {"under_replicated": urp, "offline": offline})
+    listed = heapq.nsmallest(MAX_INCIDENT_PARTITIONS, hit)
+    parts = [PartitionRef(topic=t, partition=p) for t, p in listed]
+    return _Reach(parts, groups, {"under_replicated": urp, "offline": offline}, total=len(hit))
 
 
 def _incident(g: _Group, ctx: _Context) -> Incident:
@@ -393,7 +404,7 @@ def _incident(g: _Group, ctx: _Context) -> Incident:
         remediation=remediation,
         action=action,
         partitions=reach.partitions[:MAX_INCIDENT_PARTITIONS],
-        partitions_total=len(reach.partitions),
+        partitions_total=reach.total if reach.total is not None else len(reach.partitions),
         groups=reach.groups[:MAX_INCIDENT_GROUPS],
         groups_total=len(reach.groups),
         findings=members,
@@ -409,7 +420,7 @@ def _describe(
 ) -> tuple[str, Evidence, str, str | None]:
     """Title, extra evidence, remediation text and the automatic action id of an incident."""
     first = members[0]
-    n_parts = len(reach.partitions)
+    n_parts = reach.total if reach.total is not None else len(reach.partitions)
     n_groups = len(reach.groups)
 
     def plural(n: int, word: str) -> str:
