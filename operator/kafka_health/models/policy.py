@@ -499,12 +499,20 @@ class BrokerIdMapping(_Model):
         return self
 
 
+_LABEL_KEY_PATTERN = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+_LABEL_KEYS_RULE = CelRule(
+    f"self.all(k, size(k) <= 316 && k.matches(r'{_LABEL_KEY_PATTERN}'))",
+    "every key must be a label key, e.g. 'app.kubernetes.io/instance' or 'broker-id'",
+)
+
+
 class PodSelector(_Model):
     """Pods whose labels include all of matchLabels."""
 
-    match_labels: dict[str, str] = Field(
+    match_labels: Annotated[dict[str, LabelValue], FieldCel(_LABEL_KEYS_RULE)] = Field(
         description="Label key/value pairs every broker pod carries.",
         min_length=1,
+        max_length=64,
     )
 
     @field_validator("match_labels")

@@ -496,6 +496,16 @@ BAD_SPECS: list[BadSpec] = [
         "spec.remediation.offsetResets.requests[0].group",
     ),
     BadSpec(
+        "invalid label key in the pod selector",
+        _with("cluster.brokerPods", {"podSelector": {"matchLabels": {"bad key!": "x"}}}),
+        "spec.cluster.brokerPods.podSelector.matchLabels",
+    ),
+    BadSpec(
+        "invalid label value in the pod selector (no pod can carry it)",
+        _with("cluster.brokerPods", {"podSelector": {"matchLabels": {"app": "kafka broker"}}}),
+        "spec.cluster.brokerPods.podSelector.matchLabels.app",
+    ),
+    BadSpec(
         "the same bootstrap server twice",
         _with("cluster.bootstrapServers", ["a:9092", "a:9092"]),
         "spec.cluster.bootstrapServers[1]",
@@ -524,9 +534,4 @@ PYDANTIC_ONLY_BAD_SPECS: list[BadSpec] = [
         "spec.remediation.maintenanceWindows[0].schedule",
     ),
     BadSpec("unknown field (a typo)", _with("remediation.dryRun", True), "spec.remediation.dryRun"),
-    BadSpec(
-        "invalid label key in the pod selector",
-        _with("cluster.brokerPods", {"podSelector": {"matchLabels": {"bad key!": "x"}}}),
-        "spec.cluster.brokerPods.podSelector.matchLabels",
-    ),
 ]
