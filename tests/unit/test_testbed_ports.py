@@ -1,0 +1,30 @@
+"""`testbed up` warns about ports in the kernel's ephemeral range (pure: a range file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_health.testbed.cli import ephemeral_port_warnings
+
+
+def range_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "ip_local_port_range"
+    path.write_text(text)
+    return path
+
+
+def test_ports_inside_the_range_warn_once_naming_each(tmp_path: Path) -> None:
+    (warning,) = ephemeral_port_warnings(37092, range_file(tmp_path, "32768\t60999\n"))
+    assert "client 37092, controller 37192, inter-broker 37292" in warning
+    assert "32768-60999" in warning and "below 32468 or above 60999" in warning
+
+
+def test_only_the_ports_inside_are_named(tmp_path: Path) -> None:
+    (warning,) = ephemeral_port_warnings(32600, range_file(tmp_path, "32768 60999"))
+    assert "client" not in warning and "controller 32700, inter-broker 32800" in warning
+
+
+def test_below_the_range_or_unreadable_is_quiet(tmp_path: Path) -> None:
+    assert ephemeral_port_warnings(19092, range_file(tmp_path, "32768 60999")) == []
+    assert ephemeral_port_warnings(37092, tmp_path / "absent") == []
+    assert ephemeral_port_warnings(37092, range_file(tmp_path, "garbage")) == []
