@@ -598,7 +598,8 @@ class LeaderImbalanceCheck(Check):
         50,
         ge=0,
         le=1000,
-        description="Warn when a broker leads this % more partitions than the average broker.",
+        description="Warn when leader counts across live brokers spread (most minus fewest leaders) by "
+        "more than this % of the mean leaders per broker; a spread of 2 is always tolerated.",
     )
 
 
