@@ -355,3 +355,8 @@ def test_a_down_broker_on_many_partitions_lists_the_first_ones_and_counts_all() 
         PartitionRef(topic="big", partition=1),
     ]
     assert f"{n} under-replicated" in down.title
+
+
+def test_a_low_replication_factor_without_its_number_is_not_taken_for_rf1() -> None:
+    (i,) = group_incidents([finding("low_replication_factor", W, topic="t")])
+    assert i.id == "topic_durability:t"

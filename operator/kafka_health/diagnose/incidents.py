@@ -56,6 +56,8 @@ from kafka_health.models.findings import (
 )
 from kafka_health.models.snapshot import ClusterSnapshot
 
+# The planner's remediation ids (kafka_health_spark.findings; repeated here to keep this module
+# free of Spark): a finding's `remediation` is one of these or a hint for a person.
 PREFERRED_LEADER_ELECTION = "preferred_leader_election"
 ROLLING_RESTART = "rolling_restart"
 OFFSET_RESET = "offset_reset"
@@ -78,6 +80,12 @@ def _ids(value: object) -> list[int]:
     if isinstance(value, int | float):
         return [int(value)]
     return [int(x) for x in str(value).split(",") if x.strip().lstrip("-").isdigit()]
+
+
+def _single_copy(f: Finding) -> bool:
+    """A topic finding whose evidence says replication factor 1 (or less)."""
+    rf = _ids(f.evidence.get("replication_factor"))
+    return bool(rf) and rf[0] <= 1
 
 
 def _part(f: Finding) -> tuple[str, str]:
@@ -118,13 +126,7 @@ class _Context:
             for f in findings
             if f.subject.topic is not None
             and f.subject.kind is SubjectKind.TOPIC
-            and (
-                f.check == "min_isr_too_high"
-                or (
-                    f.check == "low_replication_factor"
-                    and _ids(f.evidence.get("replication_factor"))[:1] <= [1]
-                )
-            )
+            and (f.check == "min_isr_too_high" or (f.check == "low_replication_factor" and _single_copy(f)))
         }
         replicas: dict[tuple[str, int], list[int]] = {}
         offline: set[tuple[str, int]] = set()
