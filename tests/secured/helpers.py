@@ -13,13 +13,14 @@ from kafka_health.testbed.cluster import INTERNAL_PORT_OFFSET, Testbed
 
 # Client ports of the secured test clusters: clear of the session cluster (KAFKA_HEALTH_TEST_PORT
 # and its controllers at +100) and of each other (each also uses +100 and +200).
-PORT_OFFSET = {"sasl_ssl": 400, "mtls": 700}
+PORT_OFFSET = {"sasl_ssl": 400, "mtls": 700, "sasl_ssl@3.9.x": 1000}
 
 
-def secured_testbed(tmp: Path, mode: str) -> Iterator[Testbed]:
-    base = int(os.environ.get("KAFKA_HEALTH_TEST_PORT", "29092")) + PORT_OFFSET[mode]
+def secured_testbed(tmp: Path, mode: str, kafka_version: str | None = None) -> Iterator[Testbed]:
+    key = f"{mode}@{kafka_version}" if kafka_version else mode
+    base = int(os.environ.get("KAFKA_HEALTH_TEST_PORT", "29092")) + PORT_OFFSET[key]
     tb = Testbed(tmp)
-    tb.up(1, base, security_mode=mode)
+    tb.up(1, base, security_mode=mode, kafka_version=kafka_version)
     try:
         yield tb
     finally:

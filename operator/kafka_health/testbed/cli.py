@@ -34,11 +34,22 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(1)
 
 
+KafkaVersion = Annotated[
+    str | None,
+    typer.Option(
+        "--kafka-version",
+        help=f"Apache Kafka version: X.Y.Z, or 3.9.x / 4.1.x for the newest of that line the testbed "
+        f"knows (default {distribution.KAFKA_VERSION}). Cached per version.",
+    ),
+]
+
+
 @app.command()
-def fetch() -> None:
+def fetch(kafka_version: KafkaVersion = None) -> None:
     """Fetch the pinned Apache Kafka jars into the cache (no-op when cached)."""
     try:
-        path = distribution.ensure_kafka(quiet=False)
+        version = distribution.resolve(kafka_version) if kafka_version else distribution.KAFKA_VERSION
+        path = distribution.ensure_kafka(version, quiet=False)
     except distribution.FetchError as exc:
         _fail(exc)
     typer.echo(str(path))
@@ -63,6 +74,7 @@ def up(
             "sasl_ssl (SCRAM-SHA-512) or mtls. `testbed env` prints the client settings.",
         ),
     ] = None,
+    kafka_version: KafkaVersion = None,
     k8s: Annotated[
         bool,
         typer.Option(
@@ -85,7 +97,11 @@ def up(
         typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
     try:
         state = tb.up(
-            brokers, base_port, auto_leader_rebalance=auto_leader_rebalance, security_mode=security_mode
+            brokers,
+            base_port,
+            auto_leader_rebalance=auto_leader_rebalance,
+            security_mode=security_mode,
+            kafka_version=kafka_version,
         )
         if k8s:
             cp = ControlPlane(tb.state_dir)

@@ -48,6 +48,11 @@ TOOLS = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
 }
+# Kafka 3.x keeps these tools in the Scala core (moved to kafka-tools in 4.0).
+TOOLS_3 = {
+    "kafka-console-producer": "kafka.tools.ConsoleProducer",
+    "kafka-acls": "kafka.admin.AclCommand",
+}
 # The option each tool reads client settings from (Kafka 4.1's names); absent: it takes none.
 COMMAND_CONFIG_OPTION = {
     "kafka-topics": "--command-config",
@@ -247,6 +252,15 @@ class Testbed:
             "logger.kafka.name = org.apache.kafka\nlogger.kafka.level = INFO\n"
             "logger.state.name = state.change.logger\nlogger.state.level = WARN\n"
         )
+        # Kafka 3.x logs through reload4j (log4j 1): the same layout in its syntax.
+        (self.state_dir / "config" / "log4j.properties").write_text(
+            "log4j.rootLogger=INFO, file\n"
+            "log4j.appender.file=org.apache.log4j.FileAppender\n"
+            "log4j.appender.file.File=${kafka.logs.file}\n"
+            "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+            "log4j.logger.state.change.logger=WARN\n"
+        )
 
     # ---------------------------------------------------------------- java
     def _java(
@@ -258,14 +272,21 @@ class Testbed:
         gc: str = "-XX:+UseG1GC",
         extra_jvm: list[str] | None = None,
     ) -> list[str]:
-        libs = distribution.ensure_kafka(self.require_version())
+        version = self.require_version()
+        libs = distribution.ensure_kafka(version)
+        config = self.state_dir / "config"
+        logging_config = (
+            f"-Dlog4j2.configurationFile={config / 'log4j2.properties'}"
+            if distribution.uses_log4j2(version)
+            else f"-Dlog4j.configuration=file:{config / 'log4j.properties'}"
+        )
         return [
             "java",
             f"-Xms{heap}",
             f"-Xmx{heap}",
             gc,
             "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={self.state_dir / 'config' / 'log4j2.properties'}",
+            logging_config,
             *(extra_jvm or []),
             "-cp",
             f"{libs}/*",
@@ -285,11 +306,18 @@ class Testbed:
         *,
         auto_leader_rebalance: bool = False,
         security_mode: str | None = None,
+        kafka_version: str | None = None,
         timeout: float = 120.0,
     ) -> TestbedState:
         """Start every node that is not running (creating the cluster on first use) and wait until all serve."""
-        distribution.ensure_kafka()
         state = self.load()
+        version = distribution.resolve(kafka_version) if kafka_version else None
+        if state is not None and version is not None and state.kafka_version != version:
+            raise TestbedError(
+                f"the testbed in {self.state_dir} runs Kafka {state.kafka_version}; "
+                "run `kafka-health testbed down --purge` to recreate it with another version"
+            )
+        distribution.ensure_kafka(state.kafka_version if state else version or distribution.KAFKA_VERSION)
         if security_mode is not None and security_mode not in security.MODES:
             raise TestbedError(f"--security must be one of {', '.join(security.MODES)}")
         if state is None:
@@ -309,7 +337,7 @@ class Testbed:
                     for i in range(brokers)
                 ],
                 cluster_id=_kafka_uuid(),
-                kafka_version=distribution.KAFKA_VERSION,
+                kafka_version=version or distribution.KAFKA_VERSION,
                 auto_leader_rebalance=auto_leader_rebalance,
                 security=mode,
             )
@@ -546,9 +574,13 @@ class Testbed:
         # Not for --bootstrap-controller: the controller listener is PLAINTEXT.
         controller = "--bootstrap-controller" in args
         if option and properties is not None and not controller and not given.intersection(args):
-            args = [*args, option, str(properties)]
+            # Before any subcommand: kafka-metadata-quorum takes its options ahead of `describe`.
+            args = [option, str(properties), *args]
+        main = TOOLS[name]
+        if not distribution.uses_log4j2(state.kafka_version):
+            main = TOOLS_3.get(name, main)
         return self._java(
-            TOOLS[name],
+            main,
             args,
             heap="256m",
             gc="-XX:+UseSerialGC",

@@ -17,19 +17,58 @@ from kafka_health._kits.paths import cache_root
 KAFKA_VERSION = "4.1.2"
 SCALA_BINARY = "2.13"
 LOG4J_VERSION = "2.24.3"
+# `--kafka-version 3.9.x` / `4.1.x`: the newest patch release of each line on Maven Central that
+# the testbed is tested with. An exact version (e.g. 3.9.1) is taken as given.
+NEWEST = {"3.9": "3.9.2", "4.1": "4.1.2"}
 
-# The broker (core), the command-line tools, and a log4j2 binding for both.
-_ARTIFACTS = [
-    ("org.apache.kafka", f"kafka_{SCALA_BINARY}", KAFKA_VERSION),
-    ("org.apache.kafka", "kafka-tools", KAFKA_VERSION),
-    (
-        "org.slf4j",
-        "slf4j-api",
-        "2.0.17",
-    ),  # Kafka 4 logs through SLF4J 2; pin it over 1.7 from transitive deps
-    ("org.apache.logging.log4j", "log4j-slf4j2-impl", LOG4J_VERSION),
-    ("org.apache.logging.log4j", "log4j-core", LOG4J_VERSION),
-]
+
+class FetchError(RuntimeError):
+    """Maven could not provide the Kafka jars; the message says what to check."""
+
+
+def resolve(version: str) -> str:
+    """`3.9.x` → the newest 3.9 release known here; an exact `X.Y.Z` as it is."""
+    parts = version.strip().split(".")
+    if len(parts) == 3 and parts[2] == "x":
+        line = f"{parts[0]}.{parts[1]}"
+        if line not in NEWEST:
+            raise FetchError(
+                f"no Kafka {version} known; one of: {', '.join(f'{v}.x' for v in NEWEST)} or X.Y.Z"
+            )
+        return NEWEST[line]
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise FetchError(f"--kafka-version {version!r}: give X.Y.Z or X.Y.x (e.g. 3.9.x)")
+    if int(parts[0]) < 3 or (int(parts[0]) == 3 and int(parts[1]) < 9):
+        raise FetchError(f"Kafka {version}: the testbed runs KRaft with Kafka 3.9 or newer")
+    return version.strip()
+
+
+def uses_log4j2(version: str) -> bool:
+    """Kafka 4 logs through SLF4J 2 + log4j2; Kafka 3 through SLF4J 1.7 + reload4j (log4j 1)."""
+    return int(version.split(".")[0]) >= 4
+
+
+def artifacts(version: str) -> list[tuple[str, str, str]]:
+    """The broker (core), the command-line tools, and a logging binding for both."""
+    kafka = [
+        ("org.apache.kafka", f"kafka_{SCALA_BINARY}", version),
+        ("org.apache.kafka", "kafka-tools", version),
+    ]
+    if uses_log4j2(version):
+        return [
+            *kafka,
+            # Kafka 4 logs through SLF4J 2; pin it over 1.7 from transitive deps
+            ("org.slf4j", "slf4j-api", "2.0.17"),
+            ("org.apache.logging.log4j", "log4j-slf4j2-impl", LOG4J_VERSION),
+            ("org.apache.logging.log4j", "log4j-core", LOG4J_VERSION),
+        ]
+    return [
+        *kafka,
+        ("org.slf4j", "slf4j-api", "1.7.36"),
+        ("org.slf4j", "slf4j-reload4j", "1.7.36"),
+        ("ch.qos.reload4j", "reload4j", "1.2.25"),
+    ]
+
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -42,10 +81,6 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   </dependencies>
 </project>
 """
-
-
-class FetchError(RuntimeError):
-    """Maven could not provide the Kafka jars; the message says what to check."""
 
 
 def kafka_home(version: str = KAFKA_VERSION) -> Path:
@@ -73,7 +108,7 @@ def ensure_kafka(version: str = KAFKA_VERSION, *, quiet: bool = True) -> Path:
     home.parent.mkdir(parents=True, exist_ok=True)
     deps = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
-        for g, a, v in _ARTIFACTS
+        for g, a, v in artifacts(version)
     )
     with tempfile.TemporaryDirectory(dir=home.parent, prefix=f".{version}-") as tmp:
         work = Path(tmp)
