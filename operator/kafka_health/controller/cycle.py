@@ -22,6 +22,7 @@ from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
 from kafka_health.collect.snapshot import collect_snapshot
 from kafka_health.controller.cluster_lease import LeaseLost, read_lock
 from kafka_health.controller.credentials import CredentialsError, connection_for
+from kafka_health.controller.roll_driver import Stopped
 from kafka_health.controller.runtime import Runtime
 from kafka_health.diagnose.from_policy import enabled, thresholds_for, with_roll_consequence
 from kafka_health.diagnose.run import run_diagnosis
@@ -91,6 +92,8 @@ class PolicyWorker:
     status_lock: threading.RLock = field(default_factory=threading.RLock)
     status_version: str | None = None
     """resourceVersion of the status the cycle read (its writes are compare-and-swap on it)."""
+    stopping: threading.Event = field(default_factory=threading.Event)
+    """Set when Kopf stops the policy's daemon (paused by peering, deleted, shutdown): no further step."""
     status_base: CurrentRemediation | None = None
     """status.currentRemediation as this cycle read or last wrote it."""
     status_stale: bool = False
@@ -262,6 +265,11 @@ class PolicyWorker:
                         # Another replica acts on the cluster now, from status: write nothing.
                         log.warning("remediation of %s/%s stopped: %s", ns, name, exc)
                         return
+                    except Stopped:
+                        # Paused or stopping between two steps: the step under way is in status;
+                        # the next active replica records the interruption and plans again.
+                        log.info("remediation of %s/%s stopped before its next step", ns, name)
+                        return
                     except Exception:
                         log.exception("remediation of %s/%s failed; status keeps the diagnosis", ns, name)
             persist(new_status)
@@ -288,6 +296,9 @@ class PolicyWorker:
                 )
             except LeaseLost as exc:
                 log.warning("remediation of %s/%s stopped: %s", self.namespace, self.name, exc)
+                return
+            except Stopped:
+                log.info("remediation of %s/%s stopped before its next step", self.namespace, self.name)
                 return
             self.write_status(after)
 
@@ -353,6 +364,17 @@ class PolicyWorker:
         """Stop the roll driver and wait for it (it persists its step first; nothing is half done)."""
         if self.roll is not None:
             self.roll.stop()
+
+    def stop_acting(self) -> None:
+        """Take no further remediation step (from the event loop, without waiting): the roll
+        driver and any inline executor stop before their next step."""
+        self.stopping.set()
+        self.stop_roll_soon()
+
+    def guard(self) -> None:
+        """Before an inline executor's next step: raise Stopped once the policy's work stopped."""
+        if self.stopping.is_set():
+            raise Stopped
 
     def stop_roll_soon(self) -> None:
         """Ask the roll driver to stop without waiting (from the event loop)."""
@@ -445,6 +467,7 @@ class PolicyWorker:
             clock=lambda: datetime.now(UTC),
             on_event=on_event,
             lock=lock_settings,
+            guard=self.guard,
         )
         return act(decision, status, ctx)
 

@@ -88,6 +88,7 @@ async def policy_daemon(
     runtime = rt_mod.current()
     worker = PolicyWorker(runtime, namespace, name)
     requests = asyncio.ensure_future(watch_requests(worker, body, stopped))
+    stopper = asyncio.ensure_future(stop_acting_when_stopped(worker, stopped))
     try:
         while not stopped:
             started = time.monotonic()
@@ -96,11 +97,21 @@ async def policy_daemon(
             await stopped.wait(max(1.0, _interval_seconds(dict(body.spec)) - elapsed))
     finally:
         requests.cancel()
+        stopper.cancel()
         metrics.forget_policy(namespace, name)
         if not worker.busy:
             await asyncio.to_thread(worker.close)  # else the abandoned cycle closes it when done
         else:
             worker.stop_roll_soon()
+
+
+async def stop_acting_when_stopped(worker: PolicyWorker, stopped: kopf.DaemonStopped) -> None:
+    """The moment Kopf stops the daemon (peering paused this replica, the policy is deleted, the
+    operator shuts down), the policy's executors take no further step: the roll driver and an
+    election or offset reset running inside a cycle stop before their next step (the step under
+    way was persisted first; the cluster Lease is handed over or released)."""
+    await stopped.wait()
+    worker.stop_acting()
 
 
 REQUEST_POLL_S = 1.0
