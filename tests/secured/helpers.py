@@ -13,7 +13,7 @@ from kafka_health.testbed.cluster import INTERNAL_PORT_OFFSET, Testbed
 
 # Client ports of the secured test clusters: clear of the session cluster (KAFKA_HEALTH_TEST_PORT
 # and its controllers at +100) and of each other (each also uses +100 and +200).
-PORT_OFFSET = {"sasl_ssl": 400, "mtls": 700, "sasl_ssl@3.9.x": 1000}
+PORT_OFFSET = {"sasl_ssl": 400, "mtls": 700, "sasl_ssl@3.9.x": 1000, "dedicated": 1300}
 
 
 def secured_testbed(tmp: Path, mode: str, kafka_version: str | None = None) -> Iterator[Testbed]:

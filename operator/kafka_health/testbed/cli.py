@@ -75,6 +75,14 @@ def up(
         ),
     ] = None,
     kafka_version: KafkaVersion = None,
+    controllers: Annotated[
+        int | None,
+        typer.Option(
+            "--controllers",
+            help="Dedicated KRaft controller-only nodes (ids 100.., controller ports from base+100) beside "
+            "--brokers broker-only nodes; 0 or absent: combined broker+controller nodes.",
+        ),
+    ] = None,
     k8s: Annotated[
         bool,
         typer.Option(
@@ -102,6 +110,7 @@ def up(
             auto_leader_rebalance=auto_leader_rebalance,
             security_mode=security_mode,
             kafka_version=kafka_version,
+            controllers=controllers,
         )
         if k8s:
             cp = ControlPlane(tb.state_dir)
@@ -219,11 +228,11 @@ def status(
     if output == "json":
         typer.echo(json.dumps(rows, indent=2))
         return
-    typer.echo(f"{'BROKER':<7}{'STATE':<8}{'PID':<9}{'PORT':<7}{'CONTROLLER':<11}SERVING")
+    typer.echo(f"{'NODE':<7}{'ROLE':<18}{'STATE':<8}{'PID':<9}{'PORT':<7}{'CONTROLLER':<11}SERVING")
     for r in rows:
-        pid = r["pid"] if r["pid"] is not None else "-"
+        pid, port, cport = (r[k] if r[k] is not None else "-" for k in ("pid", "port", "controller_port"))
         typer.echo(
-            f"{r['id']!s:<7}{r['state']!s:<8}{pid!s:<9}{r['port']!s:<7}{r['controller_port']!s:<11}{r['serving']}"
+            f"{r['id']!s:<7}{r['role']!s:<18}{r['state']!s:<8}{pid!s:<9}{port!s:<7}{cport!s:<11}{r['serving']}"
         )
     components = ControlPlane(tb.state_dir).status()
     if not components:

@@ -1,5 +1,9 @@
 """A real Apache Kafka KRaft cluster on 127.0.0.1: N combined broker+controller nodes.
 
+With `controllers` > 0 the KRaft quorum runs on dedicated controller-only nodes (ids
+`CONTROLLER_ID_BASE + i`, controller ports base + 100 + i) beside broker-only nodes 0..N-1;
+combined nodes stay the default.
+
 `security` secures the client listener (TLS, SASL/SCRAM, mTLS; see `testbed.security`); the
 inter-broker (`INTERNAL`, base + 200) and controller (base + 100) listeners stay PLAINTEXT on
 loopback.
@@ -31,6 +35,7 @@ from kafka_health.testbed import distribution, security
 DEFAULT_BASE_PORT = 19092  # clear of a user's Kafka on 9092
 CONTROLLER_PORT_OFFSET = 100
 INTERNAL_PORT_OFFSET = 200  # the inter-broker listener of a secured testbed
+CONTROLLER_ID_BASE = 100  # node ids of dedicated controllers (brokers keep 0..N-1 = pod ordinals)
 DEFAULT_HEAP = "384m"
 
 # Kafka command-line tools by their script name → main class (the scripts are not in the jars).
@@ -82,6 +87,7 @@ class BrokerState:
     controller_port: int
     pid: int | None = None
     internal_port: int | None = None  # the PLAINTEXT inter-broker listener of a secured testbed
+    role: str = "broker,controller"  # process.roles: combined, "broker" or "controller"
 
 
 @dataclass
@@ -93,6 +99,17 @@ class TestbedState:
     auto_leader_rebalance: bool = False
     extra: dict[str, str] = field(default_factory=dict)
     security: str = "plaintext"  # one of security.MODES: how the client listener is secured
+    controllers: list[BrokerState] = field(default_factory=list)  # dedicated controller-only nodes
+
+    @property
+    def nodes(self) -> list[BrokerState]:
+        """Every process: brokers (or combined nodes), then dedicated controllers."""
+        return [*self.brokers, *self.controllers]
+
+    @property
+    def voters(self) -> list[BrokerState]:
+        """The KRaft voters: the dedicated controllers, else the combined nodes."""
+        return self.controllers or self.brokers
 
     @property
     def bootstrap_servers(self) -> str:
@@ -119,6 +136,7 @@ class Testbed:
             return None
         raw = json.loads(self.state_file.read_text())
         raw["brokers"] = [BrokerState(**b) for b in raw["brokers"]]
+        raw["controllers"] = [BrokerState(**b) for b in raw.get("controllers", [])]
         return TestbedState(**raw)
 
     def _save(self, state: TestbedState) -> None:
@@ -134,11 +152,13 @@ class Testbed:
         return state
 
     def broker(self, state: TestbedState, broker_id: int) -> BrokerState:
-        for b in state.brokers:
+        """A node by id: a broker (or combined node), or a dedicated controller."""
+        for b in state.nodes:
             if b.id == broker_id:
                 return b
-        ids = ", ".join(str(b.id) for b in state.brokers)
-        raise TestbedError(f"no broker {broker_id} in the testbed (brokers: {ids})")
+        ids = ", ".join(str(b.id) for b in state.nodes)
+        kinds = "brokers and controllers" if state.controllers else "brokers"
+        raise TestbedError(f"no broker {broker_id} in the testbed ({kinds}: {ids})")
 
     # ---------------------------------------------------------------- layout
     def config_path(self, broker_id: int) -> Path:
@@ -183,7 +203,20 @@ class Testbed:
         return conf
 
     def _listener_props(self, state: TestbedState, b: BrokerState) -> dict[str, Any]:
+        if b.role == "controller":
+            return {
+                "listeners": f"CONTROLLER://127.0.0.1:{b.controller_port}",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+                **self.material(state).controller_props(),
+            }
+        controller_listener = [f"CONTROLLER://127.0.0.1:{b.controller_port}"] if b.role != "broker" else []
         if state.security == "plaintext" or b.internal_port is None:
+            return {
+                "listeners": ",".join([f"PLAINTEXT://127.0.0.1:{b.port}", *controller_listener]),
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            }
             return {
                 "listeners": f"PLAINTEXT://127.0.0.1:{b.port},CONTROLLER://127.0.0.1:{b.controller_port}",
                 "advertised.listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
@@ -192,9 +225,12 @@ class Testbed:
             }
         protocol = security.PROTOCOL[state.security]
         return {
-            "listeners": (
-                f"CLIENT://127.0.0.1:{b.port},INTERNAL://127.0.0.1:{b.internal_port},"
-                f"CONTROLLER://127.0.0.1:{b.controller_port}"
+            "listeners": ",".join(
+                [
+                    f"CLIENT://127.0.0.1:{b.port}",
+                    f"INTERNAL://127.0.0.1:{b.internal_port}",
+                    *controller_listener,
+                ]
             ),
             "advertised.listeners": f"CLIENT://127.0.0.1:{b.port},INTERNAL://127.0.0.1:{b.internal_port}",
             "inter.broker.listener.name": "INTERNAL",
@@ -205,13 +241,13 @@ class Testbed:
     def _write_configs(self, state: TestbedState) -> None:
         n = len(state.brokers)
         self.material(state).ensure([b.id for b in state.brokers])
-        voters = ",".join(f"{b.id}@127.0.0.1:{b.controller_port}" for b in state.brokers)
+        voters = ",".join(f"{b.id}@127.0.0.1:{b.controller_port}" for b in state.voters)
         (self.state_dir / "config").mkdir(parents=True, exist_ok=True)
         (self.state_dir / "logs").mkdir(parents=True, exist_ok=True)
         rf, min_isr = min(3, n), min(2, n)
-        for b in state.brokers:
+        for b in state.nodes:
             props = {
-                "process.roles": "broker,controller",
+                "process.roles": b.role,
                 "node.id": b.id,
                 "controller.quorum.voters": voters,
                 **self._listener_props(state, b),
@@ -307,9 +343,13 @@ class Testbed:
         auto_leader_rebalance: bool = False,
         security_mode: str | None = None,
         kafka_version: str | None = None,
+        controllers: int | None = None,
         timeout: float = 120.0,
     ) -> TestbedState:
-        """Start every node that is not running (creating the cluster on first use) and wait until all serve."""
+        """Start every node that is not running (creating the cluster on first use) and wait until all serve.
+
+        `controllers` > 0: that many dedicated controller-only nodes (ids CONTROLLER_ID_BASE + i)
+        and `brokers` broker-only nodes; 0 or None: combined broker+controller nodes."""
         state = self.load()
         version = distribution.resolve(kafka_version) if kafka_version else None
         if state is not None and version is not None and state.kafka_version != version:
@@ -324,25 +364,38 @@ class Testbed:
             brokers = 3 if brokers is None else brokers
             if brokers < 1:
                 raise TestbedError("--brokers must be at least 1")
+            if controllers is not None and controllers < 0:
+                raise TestbedError("--controllers must be 0 (combined nodes) or more")
             mode = security_mode or "plaintext"
             secured = mode != "plaintext"
+            dedicated = bool(controllers)
             state = TestbedState(
                 brokers=[
                     BrokerState(
                         id=i,
                         port=base_port + i,
-                        controller_port=base_port + CONTROLLER_PORT_OFFSET + i,
+                        controller_port=0 if dedicated else base_port + CONTROLLER_PORT_OFFSET + i,
                         internal_port=base_port + INTERNAL_PORT_OFFSET + i if secured else None,
+                        role="broker" if dedicated else "broker,controller",
                     )
                     for i in range(brokers)
+                ],
+                controllers=[
+                    BrokerState(
+                        id=CONTROLLER_ID_BASE + i,
+                        port=0,
+                        controller_port=base_port + CONTROLLER_PORT_OFFSET + i,
+                        role="controller",
+                    )
+                    for i in range(controllers or 0)
                 ],
                 cluster_id=_kafka_uuid(),
                 kafka_version=version or distribution.KAFKA_VERSION,
                 auto_leader_rebalance=auto_leader_rebalance,
                 security=mode,
             )
-            for b in state.brokers:
-                ports = [b.port, b.controller_port] + ([b.internal_port] if b.internal_port else [])
+            for b in state.nodes:
+                ports = [p for p in (b.port, b.controller_port, b.internal_port) if p]
                 for port in ports:
                     if _port_open(port):
                         raise TestbedError(
@@ -354,16 +407,21 @@ class Testbed:
                 f"the testbed in {self.state_dir} has {len(state.brokers)} brokers; "
                 "run `kafka-health testbed down --purge` to recreate it with another size"
             )
+        elif controllers is not None and len(state.controllers) != controllers:
+            raise TestbedError(
+                f"the testbed in {self.state_dir} has {len(state.controllers)} dedicated controllers; "
+                "run `kafka-health testbed down --purge` to recreate it with another layout"
+            )
         elif security_mode is not None and state.security != security_mode:
             raise TestbedError(
                 f"the testbed in {self.state_dir} was created with --security {state.security}; "
                 "run `kafka-health testbed down --purge` to recreate it with another"
             )
         self._write_configs(state)
-        for b in state.brokers:
+        for b in state.nodes:
             if not self._alive(b):
                 self._start_process(state, b)
-        self.wait_serving(state, [b.id for b in state.brokers], timeout=timeout)
+        self.wait_serving(state, [b.id for b in state.nodes], timeout=timeout)
         return state
 
     def _format(self, state: TestbedState, b: BrokerState) -> None:
@@ -458,12 +516,12 @@ class Testbed:
         state = self.load()
         if state is not None:
             stop = signal.SIGKILL if purge else signal.SIGTERM
-            for b in state.brokers:
+            for b in state.nodes:
                 if self._alive(b):
                     assert b.pid is not None
                     self._signal(b, signal.SIGCONT)
                     self._signal(b, stop)
-            for b in state.brokers:
+            for b in state.nodes:
                 if b.pid is not None and not _wait_exit(b.pid, 30) and self._alive(b):
                     self._signal(b, signal.SIGKILL)
                     _wait_exit(b.pid, 10)
@@ -506,17 +564,20 @@ class Testbed:
         return "paused" if stat.split(") ", 1)[1].startswith("T") else "up"
 
     def status(self) -> list[dict[str, object]]:
+        """One row per node: brokers (or combined nodes), then dedicated controllers (port None;
+        `serving`: the controller port accepts connections)."""
         state = self.require()
         return [
             {
                 "id": b.id,
                 "pid": b.pid if self._alive(b) else None,
                 "state": self.process_state(b),
-                "port": b.port,
-                "controller_port": b.controller_port,
-                "serving": _port_open(b.port),
+                "port": b.port or None,
+                "controller_port": b.controller_port or None,
+                "serving": _port_open(b.port or b.controller_port),
+                "role": b.role,
             }
-            for b in state.brokers
+            for b in state.nodes
         ]
 
     def wait_serving(self, state: TestbedState, broker_ids: list[int], *, timeout: float) -> None:
@@ -531,6 +592,10 @@ class Testbed:
                         f"broker {bid} exited during start-up; see {self.log_path(bid)} "
                         f"and {self.state_dir / 'logs' / f'broker-{bid}.out'}"
                     )
+                if b.role == "controller":  # no client listener: its quorum port answers
+                    if not _port_open(b.controller_port):
+                        return False
+                    continue
                 conf: dict[str, Any] = {
                     **self.librdkafka_config(),
                     "bootstrap.servers": f"127.0.0.1:{b.port}",

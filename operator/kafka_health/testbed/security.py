@@ -339,6 +339,15 @@ class Material:
             props["allow.everyone.if.no.acl.found"] = "false"
         return props
 
+    def controller_props(self) -> dict[str, Any]:
+        """Settings of a dedicated controller: the same authorizer (CreateAcls and the metadata
+        are served there); it has no client listener to secure."""
+        return {
+            k: v
+            for k, v in self.broker_props(0, "CLIENT").items()
+            if not k.startswith(("listener.", "sasl."))
+        }
+
     def secret_values(self, user: str = ADMIN) -> dict[str, str]:
         """What a policy's Secret holds for `user`: key → value (file contents for PEM)."""
         out: dict[str, str] = {}
