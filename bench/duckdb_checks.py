@@ -96,15 +96,20 @@ def diagnose(
                min(lag) AS min_lag, sum((committed_offset < prev_c)::INT) AS rewinds,
                min(committed_offset) AS min_c, max(committed_offset) AS max_c,
                sum((lag < prev_lag)::INT) AS decreases
-        FROM r GROUP BY ALL)
-      SELECT a.*, g.members,
-        CASE WHEN samples < {t.lag_min_samples} THEN (CASE WHEN lag >= {t.lag_warn_messages} THEN 'WARN' ELSE 'OK' END)
-             WHEN lag <= 0 OR min_lag <= 0 THEN 'OK'
-             WHEN rewinds > 0 THEN 'REWIND'
-             WHEN min_c = max_c THEN (CASE WHEN coalesce(g.members, 0) > 0 THEN 'STALL' ELSE 'STOP' END)
-             WHEN decreases = 0 THEN 'WARN'
-             ELSE 'OK' END AS status
-      FROM a LEFT JOIN groups g USING (group_id) WHERE last_ts = {ts_now};
+        FROM r GROUP BY ALL),
+      b AS (
+        SELECT a.*, g.members,
+          CASE WHEN samples < {t.lag_min_samples} THEN (CASE WHEN lag >= {t.lag_warn_messages} THEN 'WARN' ELSE 'OK' END)
+               WHEN lag <= 0 OR min_lag <= 0 THEN 'OK'
+               WHEN rewinds > 0 THEN 'REWIND'
+               WHEN min_c = max_c THEN (CASE WHEN coalesce(g.members, 0) > 0 THEN 'STALL' ELSE 'STOP' END)
+               WHEN decreases = 0 THEN 'WARN'
+               ELSE 'OK' END AS burrow
+        FROM a LEFT JOIN groups g USING (group_id) WHERE last_ts = {ts_now})
+      SELECT * EXCLUDE (burrow),
+        CASE WHEN burrow IN ('OK', 'WARN') AND lag >= {t.lag_critical_messages} THEN 'CRITICAL_LAG'
+             ELSE burrow END AS status
+      FROM b;
 
     CREATE OR REPLACE TEMP VIEW disk_now AS
       SELECT broker, used_bytes, total_bytes,

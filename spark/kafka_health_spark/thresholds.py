@@ -62,6 +62,12 @@ class Thresholds(BaseModel):
     lag_warn_messages: int = Field(
         10_000, ge=0, description="Lag that warns when there is too little history to judge the trend."
     )
+    lag_critical_messages: int = Field(
+        1_000_000,
+        ge=1,
+        description="Lag at or above which a group partition is critical (CRITICAL_LAG) unless it is "
+        "STALL, STOP or REWIND, whatever the trend.",
+    )
     offsets_retention_hours: float = Field(
         168, gt=0, description="The brokers' offsets.retention.minutes, in hours (Kafka's default: 7 days)."
     )

@@ -187,3 +187,26 @@ def test_recently_emptied_group_is_not_at_risk(spark: SparkSession, tmp_path: Pa
         )
         == []
     )
+
+
+def test_a_lag_over_the_critical_limit_is_critical_whatever_its_trend(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """consumerLag.criticalLag: a partition the Burrow rules call OK (its lag shrank once) or WARN
+    is CRITICAL_LAG when its lag reaches the limit; STALL, STOP and REWIND keep their status."""
+    shrinking = ([100, 200, 300, 400, 500], [300, 350, 600, 650, 700])  # OK by the Burrow rules, lag 200
+    history, now = series(*shrinking)
+    record(tmp_path, history)
+    assert check_findings(spark, lag.consumer_lag, now, tmp_path, lag_critical_messages=201) == []
+    found = check_findings(spark, lag.consumer_lag, now, tmp_path, lag_critical_messages=200)
+    assert {(f.subject.kind, f.evidence["status"], f.severity) for f in found} == {
+        (SubjectKind.PARTITION, "CRITICAL_LAG", Severity.CRITICAL),
+        (SubjectKind.GROUP, "CRITICAL_LAG", Severity.CRITICAL),
+    }
+
+
+def test_a_stalled_partition_stays_stall_over_the_critical_limit(spark: SparkSession, tmp_path: Path) -> None:
+    history, now = series([100] * 5, [200, 300, 400, 500, 600])
+    record(tmp_path, history)
+    found = check_findings(spark, lag.consumer_lag, now, tmp_path, lag_critical_messages=1)
+    assert {f.evidence["status"] for f in found} == {"STALL"}

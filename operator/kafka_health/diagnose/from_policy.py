@@ -53,6 +53,7 @@ def thresholds_for(checks: Checks) -> Thresholds:
             "leader_flapping_changes": flapping.max_leader_changes,
             "isr_churn_episodes": flapping.max_isr_changes,
             "lag_warn_messages": lag.warning_lag,
+            "lag_critical_messages": lag.critical_lag,
             "rebalance_storm_fraction": checks.rebalance_storm.min_percent / 100,
             "disk_warn_percent": checks.disk_usage.warning_percent,
             "disk_critical_percent": checks.disk_usage.critical_percent,

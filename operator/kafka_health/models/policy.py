@@ -616,13 +616,14 @@ class LeaderFlappingCheck(WindowedCheck):
         3,
         ge=1,
         le=INT32_MAX,
-        description="Warn when a partition changes leader more often than this in the window.",
+        description="Warn when a partition changes leader this many times or more in the window.",
     )
     max_isr_changes: int = Field(
         10,
         ge=1,
         le=INT32_MAX,
-        description="Warn when a broker's ISR shrinks/expands more often than this in the window.",
+        description="Warn when a broker drops out of partitions' ISRs at this many separate samples or more "
+        "in the window.",
     )
 
 
@@ -638,10 +639,19 @@ class ConsumerLagCheck(WindowedCheck):
     )
 
     warning_lag: int = Field(
-        10_000, ge=0, le=INT64_MAX, description="Messages behind the log end that make a warning."
+        10_000,
+        ge=0,
+        le=INT64_MAX,
+        description="Until the history holds 3 samples of a group partition (a new policy), a lag of this many "
+        "messages makes a warning; with more samples, the Burrow-style status over them decides "
+        "(docs/diagnostics.md).",
     )
     critical_lag: int = Field(
-        1_000_000, ge=1, le=INT64_MAX, description="Messages behind the log end that make a critical finding."
+        1_000_000,
+        ge=1,
+        le=INT64_MAX,
+        description="A lag of this many messages or more makes a critical finding (status CRITICAL_LAG), "
+        "whatever its trend, unless the partition is already STALL, STOP or REWIND.",
     )
 
     @model_validator(mode="after")

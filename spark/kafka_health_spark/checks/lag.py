@@ -10,6 +10,8 @@ Burrow's evaluation rules:
    timestamps, which Kafka's admin API does not return; membership is what we can see;
 4. the offset moves but the lag never shrank from one sample to the next → WARN (falling behind);
 5. otherwise OK.
+Then a partition that is OK or WARN but lags by `lag_critical_messages` or more is CRITICAL_LAG
+(critical): a ceiling on lag, whatever its trend (the policy's consumerLag.criticalLag).
 With fewer than `lag_min_samples` samples (no history yet), a partition is WARN only if its lag
 reaches `lag_warn_messages`. Lag is Kafka's: log end offset minus committed offset, exactly what
 `kafka-consumer-groups --describe` prints; partitions where the group committed nothing have no
@@ -27,10 +29,11 @@ from kafka_health_spark.findings import OFFSET_RESET, finding_rows
 from kafka_health_spark.frames import Frames
 from kafka_health_spark.thresholds import Thresholds
 
-STATUSES = ["OK", "WARN", "STALL", "STOP", "REWIND"]
+STATUSES = ["OK", "WARN", "CRITICAL_LAG", "STALL", "STOP", "REWIND"]
 
 _REMEDIATION = {
     "WARN": "consumers fall behind: add consumers (and partitions) or speed up processing",
+    "CRITICAL_LAG": "lag is over the critical limit: add consumers (and partitions) or speed up processing",
     "STALL": "consumers are up but not committing: look for a stuck or poisoned record, restart them",
     "STOP": "no consumer runs for this group: start its consumers",
     "REWIND": "committed offsets moved backwards: check for an offset reset or consumers restarting from earliest",
@@ -95,7 +98,7 @@ def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
     # Only partitions the group still has committed offsets for in the snapshot being diagnosed.
     current = per_partition.where(F.col("last_ts") == frames.now_col)
     members = frames.groups.select("group_id", "members", "state")
-    status = (
+    burrow = (
         F.when(
             F.col("samples") < t.lag_min_samples,
             F.when(F.col("lag") >= t.lag_warn_messages, F.lit("WARN")).otherwise(F.lit("OK")),
@@ -109,7 +112,15 @@ def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
         .when(F.col("lag_decreases") == 0, F.lit("WARN"))
         .otherwise(F.lit("OK"))
     )
-    return current.join(members, "group_id", "left").withColumn("status", status)
+    status = F.when(
+        F.col("burrow").isin("OK", "WARN") & (F.col("lag") >= t.lag_critical_messages), F.lit("CRITICAL_LAG")
+    ).otherwise(F.col("burrow"))
+    return (
+        current.join(members, "group_id", "left")
+        .withColumn("burrow", burrow)
+        .withColumn("status", status)
+        .drop("burrow")
+    )
 
 
 def consumer_lag(frames: Frames, t: Thresholds) -> DataFrame:
