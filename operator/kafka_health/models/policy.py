@@ -665,7 +665,11 @@ class RebalanceStormCheck(WindowedCheck):
     """A group seen rebalancing in many samples of the window."""
 
     min_percent: int = Field(
-        30, ge=1, le=100, description="Warn when the group rebalances in at least this % of samples."
+        30,
+        ge=1,
+        le=100,
+        description="Warn when the group is seen rebalancing in at least this % of the window's samples "
+        "(and in at least 3 of them).",
     )
 
 
