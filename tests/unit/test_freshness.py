@@ -10,7 +10,7 @@ from kafka_health.models.findings import Diagnosis, Finding, Severity, Subject, 
 from kafka_health.models.policy import ConditionType, KafkaHealthPolicyStatus
 from kafka_health.models.reasons import EventReason, StateReason
 from kafka_health.report import events
-from kafka_health.report.freshness import Freshness, format_age, is_slow, slow_cycle_event
+from kafka_health.report.freshness import Freshness, format_age, is_slow, slow_cycle_event, without_as_of
 from kafka_health.report.status import CycleOutcome, status_after_cycle
 
 SNAP = datetime(2026, 11, 23, 7, 29, 40, tzinfo=UTC)
@@ -202,3 +202,12 @@ def test_a_slow_cycle_then_one_in_time_goes_back_to_diagnosed() -> None:
     )
     assert _cond(after, ConditionType.READY) == ("True", StateReason.DIAGNOSED)
     assert after.last_diagnosis is not None and after.last_diagnosis.slow is False
+
+
+@pytest.mark.parametrize("age_s", [0, 59, 140, 3723])
+def test_without_as_of_strips_exactly_the_late_prefix(age_s: int) -> None:
+    message = "broker_down:1 opened (critical): x"
+    fresh = Freshness(SNAP, SNAP + timedelta(seconds=age_s), timedelta(seconds=1))
+    assert without_as_of(fresh.news(message)) == message
+    assert without_as_of(message) == message
+    assert without_as_of("as of the spec: x") == "as of the spec: x"

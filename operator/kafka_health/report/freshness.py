@@ -18,6 +18,7 @@ functions of the snapshot time, the clock and the interval:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -61,6 +62,15 @@ class Freshness:
     def news(self, message: str) -> str:
         """`message` as is when fresh; prefixed with `as_of()` when late."""
         return f"{self.as_of()}: {message}" if self.late else message
+
+
+_AS_OF = re.compile(r"^as of \d\d:\d\d:\d\dZ \((?:\d+h)?(?:\d+m)?\d+s ago\): ")
+
+
+def without_as_of(message: str) -> str:
+    """`message` without the `as of HH:MM:SSZ (age ago): ` prefix of late news (for readers that
+    match on what follows it)."""
+    return _AS_OF.sub("", message, count=1)
 
 
 def is_slow(duration: timedelta, interval: timedelta) -> bool:
