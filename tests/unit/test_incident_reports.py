@@ -3,6 +3,14 @@ CLI table and the HTML report (pure: hand-built findings, no Spark, no Kafka).""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kafka_health.controller import handlers
+from kafka_health.controller.cycle import PolicyWorker
 from kafka_health.diagnose.incidents import group_incidents
 from kafka_health.models.findings import Diagnosis, Finding, Severity
 from kafka_health.models.policy import MAX_TOP_INCIDENTS, KafkaHealthPolicyStatus
@@ -119,3 +127,25 @@ def test_json_carries_incidents_and_findings() -> None:
     assert [i.id for i in data.incidents] == ["broker_down:2"]
     assert len(data.findings) == 13 and len(data.incidents[0].findings) == 13
     assert data == d
+
+
+def test_the_cycle_handler_posts_per_incident_across_cycles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """handlers._report, cycle after cycle: a stopped broker's many findings are one Event when
+    it stops, none while it stays, one when it is back; never a FindingAppeared."""
+    posted: list[events.EventSpec] = []
+    monkeypatch.setattr(events, "post", lambda body, event: posted.append(event))
+    worker = PolicyWorker(runtime=None, namespace="ns", name="p")  # type: ignore[arg-type]
+    body: Any = SimpleNamespace(spec={"diagnostics": {"interval": "60s"}})
+
+    def cycle(d: Diagnosis) -> list[tuple[str, str]]:
+        posted.clear()
+        fresh = d.model_copy(update={"taken_at": datetime.now(UTC)})
+        handlers._report(worker, body, CycleOutcome(diagnosis=fresh), 1.0)
+        return [(e.reason, e.message.split(" ")[0]) for e in posted]
+
+    assert cycle(diagnosis()) == []
+    assert cycle(stopped_broker(partitions=12)) == [(EventReason.INCIDENT_OPENED, "broker_down:2")]
+    assert cycle(stopped_broker(partitions=30)) == []
+    assert cycle(stopped_broker(partitions=30)) == []
+    assert cycle(diagnosis()) == [(EventReason.INCIDENT_RESOLVED, "broker_down:2")]
+    assert cycle(diagnosis()) == []
