@@ -26,11 +26,16 @@ WRONG = "Wr0ng-Operator-Secret"
 
 @pytest.fixture(scope="module")
 def sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
-    yield from secured_testbed(tmp_path_factory.mktemp("op-sasl"), "sasl_ssl")
+    yield from secured_testbed(tmp_path_factory.mktemp("op-sasl"), "sasl_ssl", port_key="operator:sasl_ssl")
 
 
 @pytest.fixture(scope="module")
-def ns(k8s_control_plane: ControlPlane, crds: None, sasl: Testbed) -> str:
+def mtls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    yield from secured_testbed(tmp_path_factory.mktemp("op-mtls"), "mtls", port_key="operator:mtls")
+
+
+@pytest.fixture(scope="module")
+def ns(k8s_control_plane: ControlPlane, crds: None, sasl: Testbed, mtls: Testbed) -> str:
     name = f"sec-{uuid.uuid4().hex[:6]}"
     cp = k8s_control_plane
     kubectl(cp, "create", "namespace", name)
@@ -48,6 +53,19 @@ def ns(k8s_control_plane: ControlPlane, crds: None, sasl: Testbed) -> str:
     other = Path(str(material.dir)) / "other-ca.pem"
     other.write_bytes(security.make_ca("not the testbed's CA").cert)
     kubectl(cp, "create", "secret", "generic", "other-ca", "-n", name, f"--from-file=ca.crt={other}")
+    certs = mtls.material()
+    kubectl(
+        cp,
+        "create",
+        "secret",
+        "generic",
+        "kafka-mtls",
+        "-n",
+        name,
+        f"--from-file=ca.crt={certs.ca_file}",
+        f"--from-file=tls.crt={certs.user_cert(security.ADMIN)}",
+        f"--from-file=tls.key={certs.user_key(security.ADMIN)}",
+    )
     return name
 
 
@@ -60,6 +78,12 @@ def operator(
     yield op
     op.stop()
     ident.uninstall()
+
+
+@pytest.fixture(autouse=True)
+def _policies_deleted_after_each_test(k8s_control_plane: ControlPlane, ns: str) -> Iterator[None]:
+    yield
+    kubectl(k8s_control_plane, "delete", "khp", "--all", "-n", ns, "--wait=true", "--timeout=120s")
 
 
 def policy(
@@ -138,3 +162,40 @@ def test_operator_diagnoses_sasl_ssl_and_names_each_security_failure(
     assert {"KafkaAuthenticationFailed", "KafkaTLSHandshakeFailed"} <= reasons
     for name in ("admin", "wrong-password", "bad-ca", "app"):
         no_secret(cp, ns, sasl, name)
+
+
+def mtls_policy(ns: str, name: str, mtls: Testbed, *, client_certificate: bool) -> dict[str, Any]:
+    tls: dict[str, Any] = {"ca": {"name": "kafka-mtls", "key": "ca.crt"}}
+    if client_certificate:
+        tls["certificate"] = {"name": "kafka-mtls", "key": "tls.crt"}
+        tls["key"] = {"name": "kafka-mtls", "key": "tls.key"}
+    return {
+        "apiVersion": "kafkahealth.io/v1alpha1",
+        "kind": "KafkaHealthPolicy",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "cluster": {
+                "bootstrapServers": mtls.require().bootstrap_servers.split(","),
+                "security": {"protocol": "SSL", "tls": tls},
+            },
+            "diagnostics": {"interval": f"{INTERVAL_S}s"},
+        },
+    }
+
+
+def test_operator_diagnoses_mtls_and_names_a_missing_client_certificate(
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, ns: str, mtls: Testbed
+) -> None:
+    cp = k8s_control_plane
+    apply(cp, mtls_policy(ns, "mtls", mtls, client_certificate=True))
+    apply(cp, mtls_policy(ns, "mtls-no-cert", mtls, client_certificate=False))
+    ok = wait_status(cp, ns, "mtls", lambda s: "lastDiagnosis" in s, timeout=300, what="diagnosed")
+    assert condition(ok, "Ready")["status"] == "True", ok
+    assert condition(ok, "Degraded")["status"] == "False", ok
+    refused = condition(degraded(cp, ns, "mtls-no-cert"), "Degraded")
+    assert refused["reason"] == "KafkaTLSHandshakeFailed", refused
+    assert "spec.cluster.security.tls.certificate/key" in refused["message"]
+    key_line = mtls.material().user_key(security.ADMIN).read_text().splitlines()[1]
+    for name in ("mtls", "mtls-no-cert"):
+        status = kubectl(cp, "get", "khp", name, "-n", ns, "-o", "json").stdout
+        assert key_line not in status

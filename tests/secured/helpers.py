@@ -13,11 +13,20 @@ from kafka_health.testbed.cluster import INTERNAL_PORT_OFFSET, Testbed
 
 # Client ports of the secured test clusters: clear of the session cluster (KAFKA_HEALTH_TEST_PORT
 # and its controllers at +100) and of each other (each also uses +100 and +200).
-PORT_OFFSET = {"sasl_ssl": 400, "mtls": 700, "sasl_ssl@3.9.x": 1000, "dedicated": 1300}
+PORT_OFFSET = {
+    "sasl_ssl": 400,
+    "mtls": 700,
+    "sasl_ssl@3.9.x": 1000,
+    "dedicated": 1300,
+    "operator:sasl_ssl": 1600,
+    "operator:mtls": 1650,  # 1-broker clusters: client, +100, +200 interleave without overlap
+}
 
 
-def secured_testbed(tmp: Path, mode: str, kafka_version: str | None = None) -> Iterator[Testbed]:
-    key = f"{mode}@{kafka_version}" if kafka_version else mode
+def secured_testbed(
+    tmp: Path, mode: str, kafka_version: str | None = None, *, port_key: str | None = None
+) -> Iterator[Testbed]:
+    key = port_key or (f"{mode}@{kafka_version}" if kafka_version else mode)
     base = int(os.environ.get("KAFKA_HEALTH_TEST_PORT", "29092")) + PORT_OFFSET[key]
     tb = Testbed(tmp)
     tb.up(1, base, security_mode=mode, kafka_version=kafka_version)
