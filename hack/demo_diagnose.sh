@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Demo, next step: break the running testbed on purpose, diagnose it, then put it back.
 # Faults: a topic whose only replicas live on broker 2, then broker 2 stopped (controlled shutdown).
-# The diagnosis shows what an operator would see: a missing broker, offline and under-replicated
-# partitions, partitions under / at min ISR, leaders off their preferred broker, durability risks.
+# The diagnosis shows what an operator would see, as incidents (findings grouped by root cause):
+# broker 2 down with every partition it left or took offline, and the never-safe RF-1 topic;
+# `--members` lists the findings behind each (offline, under-replicated, under / at min ISR, ...).
 # Exit status is 0 whatever the diagnosis says (it is expected to be critical here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
