@@ -227,9 +227,12 @@ def test_acl_table_each_grant_unlocks_exactly_its_part(sasl: Testbed, tmp_path: 
         # reset-offsets: READ on the group, then READ on the topic (OffsetCommit).
         refused = reset()
         assert "GROUP_AUTHORIZATION_FAILED" in refused.stdout + refused.stderr
+        assert "authorization denied: the principal lacks READ on GROUP billing" in refused.stderr
         grant("--operation", "Read", "--group", "billing")
         refused = reset()
         assert "TOPIC_AUTHORIZATION_FAILED" in refused.stdout + refused.stderr
+        assert "authorization denied: the principal lacks READ on TOPIC orders" in refused.stderr
+        assert refused.returncode == 1  # executed, some partition failed
         grant("--operation", "Read", "--topic", "orders")
         done = reset()
         assert done.returncode == 0, done.stdout + done.stderr

@@ -120,6 +120,11 @@ def test_protocol_mismatch_wins_over_the_consequences() -> None:
         ),
         ("group:billing", "TOPIC_AUTHORIZATION_FAILED: x", "DESCRIBE on TOPIC billing"),
         ("elect_leaders", "CLUSTER_AUTHORIZATION_FAILED: x", "ALTER on CLUSTER kafka-cluster"),
+        (
+            "alter_consumer_group_offsets:billing",
+            "GROUP_AUTHORIZATION_FAILED: x",
+            "lacks READ on GROUP billing",
+        ),
     ],
 )
 def test_authorization_names_operation_and_resource(part: str, reason: str, expect: str) -> None:
@@ -127,6 +132,14 @@ def test_authorization_names_operation_and_resource(part: str, reason: str, expe
     assert message is not None and expect in message
     assert "kafka-acls --add" in message
     assert kind_of(message) is Kind.AUTHORIZATION
+
+
+def test_offset_commit_refused_on_the_topic_names_read_on_that_topic() -> None:
+    message = authorization_denied(
+        "alter_consumer_group_offsets:billing", "TOPIC_AUTHORIZATION_FAILED: x", "orders"
+    )
+    assert message is not None and "lacks READ on TOPIC orders" in message
+    assert "--operation Read --topic orders" in message
 
 
 def test_other_errors_are_not_authorization() -> None:

@@ -27,6 +27,7 @@ import typer
 from pydantic import ValidationError
 
 from kafka_health.cli import kafka_options, quiet
+from kafka_health.collect import security_errors
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
 from kafka_health.models.policy import OffsetResetRequest, format_duration
 from kafka_health.models.snapshot import ClusterSnapshot, ConsumerGroup, Partition
@@ -60,6 +61,17 @@ Execute = Annotated[bool, typer.Option("--execute", help="Act. Without it: print
 def _fail(message: str, code: int = FAILED) -> typer.Exit:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     return typer.Exit(code)
+
+
+def _denied(part: str, errors: Iterable[tuple[str | None, str | None]]) -> None:
+    """On stderr, once per missing ACL: which operation on which resource (and the grant), for
+    per-partition errors `(error text, resource name)` that are authorization failures."""
+    seen: set[str] = set()
+    for error, resource in errors:
+        message = security_errors.authorization_denied(part, error or "", resource)
+        if message is not None and message not in seen:
+            seen.add(message)
+            typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -190,6 +202,7 @@ def elect_leaders(
                 typer.echo(f"Valid replica already elected for partitions {', '.join(not_needed)}")
             typer.echo(outcome.summary())
     if outcome is not None and not outcome.succeeded:
+        _denied("elect_leaders", ((p.message, None) for p in outcome.partitions))
         raise typer.Exit(PARTIAL)
 
 
@@ -435,6 +448,10 @@ def _report(outcome: Any, output: Output, save_to: Path | None = None) -> None:
     if outcome.state in (ResetState.NOT_EMPTY, ResetState.ALREADY_APPLIED):
         raise _fail(outcome.message, REFUSED)
     if outcome.state is ResetState.FAILED:
+        _denied(
+            f"alter_consumer_group_offsets:{outcome.group}",
+            ((p.error, p.topic) for p in outcome.partitions if not p.ok),
+        )
         raise typer.Exit(PARTIAL if outcome.partitions else FAILED)
 
 

@@ -148,19 +148,24 @@ _AUTHZ_CODES = {
     "ClusterAuthorizationFailedError": "CLUSTER",
 }
 _KAFKA_ACLS_FLAG = {"CLUSTER": "--cluster", "TOPIC": "--topic", "GROUP": "--group"}
+# A call that needs another operation on a second resource type (OffsetCommit: READ on the topic too).
+_SECOND_ACL = {("alter_consumer_group_offsets", "TOPIC"): "READ"}
 
 
-def authorization_denied(part: str, reason: str) -> str | None:
+def authorization_denied(part: str, reason: str, resource: str | None = None) -> str | None:
     """A snapshot part's error as "authorization denied: needs OPERATION on RESOURCE …", or None
     when `reason` is no authorization failure. `part` is the snapshot's part name
-    (`quorum`, `configs:<topic>`, `group:<id>`, …) or an admin call name."""
+    (`quorum`, `configs:<topic>`, `group:<id>`, …) or an admin call name (`elect_leaders`,
+    `alter_consumer_group_offsets:<group>`); `resource` names the resource when the error is
+    about another one than the part's (the topic of a group's offset commit)."""
     resource_type = next((rt for code, rt in _AUTHZ_CODES.items() if code in reason), None)
     if resource_type is None:
         return None
     kind, _, name = part.partition(":")
     operation, expected = _PART_ACL.get(kind, ("DESCRIBE", resource_type))
-    if expected != resource_type:  # the error code says which resource refused: Describe on it
-        operation = "DESCRIBE"
+    if expected != resource_type:  # the error code says which resource refused
+        operation = _SECOND_ACL.get((kind, resource_type), "DESCRIBE")
+        name = resource or name
     resource = "kafka-cluster" if resource_type == "CLUSTER" else (name or "*")
     flag = _KAFKA_ACLS_FLAG[resource_type]
     target = flag if resource_type == "CLUSTER" else f"{flag} {resource}"
