@@ -24,6 +24,7 @@ from typing import Annotated
 import typer
 
 from kafka_health.cli import kafka_options, quiet
+from kafka_health.collect import security_errors
 from kafka_health.models.policy import (
     BrokerIdMapping,
     BrokerIdSource,
@@ -155,7 +156,10 @@ def restart(
     with KafkaAdmin(kafka_options.connection(bootstrap_servers, command_config)) as admin:
         snapshot = collect_snapshot(admin, bootstrap_servers, _now)
         if not snapshot.reachable:
-            raise _fail(f"cluster {bootstrap_servers} unreachable: {snapshot.missing[0].reason}")
+            reason = snapshot.missing[0].reason
+            # A security refusal (authentication, TLS, protocol) is a setting to fix, not an outage.
+            what = "refused the connection" if security_errors.kind_of(reason) else "unreachable"
+            raise _fail(f"cluster {bootstrap_servers} {what}: {reason}")
         known = sorted(b.id for b in snapshot.brokers)
         wanted = ids if ids is not None else known
         unknown = [b for b in wanted if b not in known]
