@@ -11,9 +11,10 @@ import pytest
 
 from kafka_health.controller import handlers
 from kafka_health.controller.cycle import PolicyWorker
+from kafka_health.diagnose.from_policy import for_policy
 from kafka_health.diagnose.incidents import group_incidents
 from kafka_health.models.findings import Diagnosis, Finding, Severity
-from kafka_health.models.policy import MAX_TOP_INCIDENTS, KafkaHealthPolicyStatus
+from kafka_health.models.policy import MAX_TOP_INCIDENTS, KafkaHealthPolicySpec, KafkaHealthPolicyStatus
 from kafka_health.models.reasons import EventReason
 from kafka_health.report import events, html, table
 from kafka_health.report.status import CycleOutcome, status_after_cycle, status_patch
@@ -149,3 +150,33 @@ def test_the_cycle_handler_posts_per_incident_across_cycles(monkeypatch: pytest.
     assert cycle(stopped_broker(partitions=30)) == []
     assert cycle(diagnosis()) == [(EventReason.INCIDENT_RESOLVED, "broker_down:2")]
     assert cycle(diagnosis()) == []
+
+
+def test_a_policy_reports_incidents_of_its_own_findings_only() -> None:
+    """The operator's view (diagnose/from_policy.for_policy): a check the policy turns off leaves
+    no finding in any incident, and members carry the policy's words."""
+    spec = KafkaHealthPolicySpec.model_validate(
+        {
+            "cluster": {"bootstrapServers": ["k:9092"]},
+            "diagnostics": {"checks": {"minIsr": {"enabled": False}}},
+        }
+    )
+    d = diagnosis(
+        *stopped_broker(partitions=3).findings,
+        *[
+            finding("at_min_isr", Severity.WARNING, topic="orders", partition=p, out_of_sync="2", leader=0)
+            for p in range(3)
+        ],
+        finding(
+            "min_isr_too_high", Severity.WARNING, topic="tight", replication_factor=3, min_insync_replicas=3
+        ),
+    )
+    assert sum(len(i.findings) for i in d.incidents) == 8
+    view = for_policy(d, spec, None)
+    assert [f.check for f in view.findings].count("at_min_isr") == 0
+    assert sum(len(i.findings) for i in view.incidents) == len(view.findings) == 5
+    (tight,) = [i for i in view.incidents if i.id == "never_safe_topic:tight"]
+    assert tight.findings[0].message.endswith(
+        "(spec.remediation.rollingRestart.neverSafePartitions: Refuse)."
+    )
+    assert tight.findings[0] in view.findings

@@ -24,7 +24,7 @@ from kafka_health.controller.cluster_lease import LeaseLost, read_lock
 from kafka_health.controller.credentials import CredentialsError, connection_for
 from kafka_health.controller.roll_driver import Stopped
 from kafka_health.controller.runtime import Runtime
-from kafka_health.diagnose.from_policy import enabled, thresholds_for, with_roll_consequence
+from kafka_health.diagnose.from_policy import for_policy, thresholds_for
 from kafka_health.diagnose.run import run_diagnosis
 from kafka_health.history.store import HistoryStore
 from kafka_health.k8s.client import K8sError
@@ -204,8 +204,7 @@ class PolicyWorker:
             spark,
             windows=self.windows,
         )
-        diagnosis = _only_enabled(diagnosis, spec)
-        diagnosis = with_roll_consequence(diagnosis, spec.remediation.rolling_restart.never_safe_partitions)
+        diagnosis = for_policy(diagnosis, spec, snapshot)  # its checks, its roll's words, its incidents
         return CycleOutcome(diagnosis=diagnosis, remediation_blockers=tuple(blockers))
 
     def _maintain(self, store: HistoryStore, spec: KafkaHealthPolicySpec, now: datetime) -> bool:
@@ -478,8 +477,3 @@ def _interval(raw_spec: dict[str, Any]) -> timedelta | None:
         return parse_duration(parse_spec(raw_spec).diagnostics.interval)
     except PolicyError:
         return None
-
-
-def _only_enabled(diagnosis: Diagnosis, spec: KafkaHealthPolicySpec) -> Diagnosis:
-    kept = [f for f in diagnosis.findings if enabled(f, spec.diagnostics.checks)]
-    return diagnosis.model_copy(update={"findings": kept})

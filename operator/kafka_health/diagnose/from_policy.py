@@ -7,8 +7,10 @@ means what its description says.
 
 from __future__ import annotations
 
+from kafka_health.diagnose.incidents import group_incidents
 from kafka_health.models.findings import Diagnosis, Finding
-from kafka_health.models.policy import Checks, NeverSafePartitions, parse_duration
+from kafka_health.models.policy import Checks, KafkaHealthPolicySpec, NeverSafePartitions, parse_duration
+from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health_spark.thresholds import Thresholds
 
 # Which policy toggle governs each check id the diagnosis emits.
@@ -93,3 +95,17 @@ def with_roll_consequence(diagnosis: Diagnosis, never_safe: NeverSafePartitions)
         for f in diagnosis.findings
     ]
     return diagnosis.model_copy(update={"findings": findings})
+
+
+def for_policy(
+    diagnosis: Diagnosis, spec: KafkaHealthPolicySpec, snapshot: ClusterSnapshot | None
+) -> Diagnosis:
+    """The diagnosis as a policy reports it: only the checks it enables, `min_isr_too_high` in its
+    roll's words, and the incidents grouped again from those findings (so every reported finding
+    is in exactly one incident, and no incident holds a finding the policy turned off)."""
+    kept = [f for f in diagnosis.findings if enabled(f, spec.diagnostics.checks)]
+    d = with_roll_consequence(
+        diagnosis.model_copy(update={"findings": kept}),
+        spec.remediation.rolling_restart.never_safe_partitions,
+    )
+    return d.model_copy(update={"incidents": group_incidents(d.findings, snapshot)})
