@@ -7,7 +7,12 @@ namespace `kafka`:
 
 - a StatefulSet object `kafka` (its status counts ready pods), and
 - one Pod per broker, `kafka-0` … `kafka-<N-1>`, labelled `app.kubernetes.io/name=kafka` and
-  `kafkahealth.io/broker-id=<N>`, owned by that StatefulSet, bound to a pretend node.
+  `kafkahealth.io/broker-id=<N>`, owned by that StatefulSet, bound to a pretend node;
+- with dedicated controllers (`testbed up --controllers C`), a second StatefulSet
+  `kafka-controller` and its Pods `kafka-controller-0` … `kafka-controller-<C-1>` (node ids
+  100 …), labelled `app.kubernetes.io/name=kafka-controller` and `kafkahealth.io/node-id=<id>`:
+  the same kubelet and StatefulSet-controller parts, so a roll can restart controllers too
+  (Ready: the controller's quorum port accepts connections).
 
 As the **kubelet** it reports each pod's status from the broker process (Ready only while the
 broker serves; containerID `testbed://<pid>`), and when a pod is deleted it stops that broker
@@ -40,7 +45,7 @@ from typing import Any
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from kafka_health.testbed.cluster import BrokerState, Testbed, TestbedError, _port_open
+from kafka_health.testbed.cluster import CONTROLLER_ID_BASE, BrokerState, Testbed, TestbedError, _port_open
 from kafka_health.testbed.controlplane import ControlPlane, _terminate, process_cmdline
 
 NAMESPACE = "kafka"
@@ -52,6 +57,10 @@ NODE_NAME = (
 APP_LABELS = {"app.kubernetes.io/name": "kafka"}
 APP_SELECTOR = "app.kubernetes.io/name=kafka"
 BROKER_ID_LABEL = "kafkahealth.io/broker-id"
+CONTROLLER_STATEFULSET = "kafka-controller"
+CONTROLLER_LABELS = {"app.kubernetes.io/name": "kafka-controller"}
+CONTROLLER_SELECTOR = "app.kubernetes.io/name=kafka-controller"
+NODE_ID_LABEL = "kafkahealth.io/node-id"
 TERMINATION_GRACE_SECONDS = 60
 
 log = logging.getLogger("kafka_health.testbed.standin")
@@ -63,6 +72,32 @@ class StandInError(RuntimeError):
 
 def pod_name(broker_id: int) -> str:
     return f"{STATEFULSET}-{broker_id}"
+
+
+class _Set:
+    """One StatefulSet the stand-in keeps: its name, labels, and which testbed nodes it holds."""
+
+    def __init__(self, name: str, labels: dict[str, str], selector: str, id_base: int, id_label: str) -> None:
+        self.name, self.labels, self.selector = name, labels, selector
+        self.id_base, self.id_label = id_base, id_label
+
+    def pod(self, node_id: int) -> str:
+        return f"{self.name}-{node_id - self.id_base}"
+
+
+BROKER_SET = _Set(STATEFULSET, APP_LABELS, APP_SELECTOR, 0, BROKER_ID_LABEL)
+CONTROLLER_SET = _Set(
+    CONTROLLER_STATEFULSET, CONTROLLER_LABELS, CONTROLLER_SELECTOR, CONTROLLER_ID_BASE, NODE_ID_LABEL
+)
+
+
+def _set_of(b: BrokerState) -> _Set:
+    return CONTROLLER_SET if b.role == "controller" else BROKER_SET
+
+
+def node_pod_name(b: BrokerState) -> str:
+    """The pod of a testbed node: `kafka-<id>` for a broker, `kafka-controller-<i>` for a controller."""
+    return _set_of(b).pod(b.id)
 
 
 def _now() -> str:
@@ -136,7 +171,8 @@ class StandIn:
         return pid
 
     def wait_pods_ready(self, *, timeout: float) -> None:
-        n = len(Testbed(self.state_dir).require().brokers)
+        state = Testbed(self.state_dir).require()
+        wanted = {node_pod_name(b) for b in state.nodes}
         deadline = time.monotonic() + timeout
         cfg = client.Configuration()
         config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=cfg)
@@ -148,15 +184,17 @@ class StandIn:
                         f"the pod stand-in exited; see {self.log_path} and {self.log_path.with_suffix('.out')}"
                     )
                 with contextlib.suppress(Exception):  # the API server may still be settling
-                    pods = core.list_namespaced_pod(
-                        NAMESPACE, label_selector=APP_SELECTOR, _request_timeout=5
-                    )
+                    items = [
+                        p
+                        for selector in (APP_SELECTOR, CONTROLLER_SELECTOR)
+                        for p in core.list_namespaced_pod(
+                            NAMESPACE, label_selector=selector, _request_timeout=5
+                        ).items
+                    ]
                     ready = {
-                        p.metadata.name
-                        for p in pods.items
-                        if _is_ready(p) and not p.metadata.deletion_timestamp
+                        p.metadata.name for p in items if _is_ready(p) and not p.metadata.deletion_timestamp
                     }
-                    if ready >= {pod_name(i) for i in range(n)}:
+                    if ready >= wanted:
                         return
                 if time.monotonic() > deadline:
                     raise StandInError(f"broker pods not Ready within {timeout:.0f}s; see {self.log_path}")
@@ -193,8 +231,8 @@ class PodStandIn:
         self.stopping = threading.Event()
         self._wake: queue.Queue[str] = queue.Queue()
         self._known: dict[str, str] = {}  # pod name -> uid of the incarnation we keep
-        self._sts_uid: str | None = None
-        self._sts_status: dict[str, int] = {}
+        self._sts_uid: dict[str, str] = {}  # StatefulSet name -> uid
+        self._sts_status: dict[str, dict[str, int]] = {}
 
     # ---------------------------------------------------------------- loop
     def run(self) -> None:
@@ -225,7 +263,7 @@ class PodStandIn:
                 for _ in w.stream(
                     self._watch_core.list_namespaced_pod,
                     NAMESPACE,
-                    label_selector=APP_SELECTOR,
+                    label_selector="app.kubernetes.io/name in (kafka,kafka-controller)",
                     timeout_seconds=60,
                     _request_timeout=75,
                 ):
@@ -239,17 +277,22 @@ class PodStandIn:
     def reconcile(self) -> None:
         state = self.testbed.require()
         self._ensure_namespace()
-        self._ensure_statefulset(len(state.brokers))
+        self._reconcile_set(BROKER_SET, state.brokers)
+        if state.controllers:
+            self._reconcile_set(CONTROLLER_SET, state.controllers)
+
+    def _reconcile_set(self, sts: _Set, nodes: list[BrokerState]) -> None:
+        self._ensure_statefulset(sts, len(nodes))
         pods = {
             p.metadata.name: p
             for p in self.core.list_namespaced_pod(
-                NAMESPACE, label_selector=APP_SELECTOR, _request_timeout=10
+                NAMESPACE, label_selector=sts.selector, _request_timeout=10
             ).items
         }
-        for b in state.brokers:
+        for b in nodes:
             if self.stopping.is_set():
                 return
-            name = pod_name(b.id)
+            name = sts.pod(b.id)
             pod = pods.get(name)
             if pod is not None and pod.metadata.deletion_timestamp is not None:
                 self._kill_container(b, pod)
@@ -267,7 +310,7 @@ class PodStandIn:
             else:
                 self._known[name] = pod.metadata.uid
                 self._probe(b, pod)
-        self._update_statefulset_status(len(state.brokers))
+        self._update_statefulset_status(sts, len(nodes))
 
     # ---------------------------------------------------------------- the kubelet's part
     def _kill_container(self, b: BrokerState, pod: Any) -> None:
@@ -292,7 +335,7 @@ class PodStandIn:
     def _probe(self, b: BrokerState, pod: Any) -> None:
         """Report the broker process in the pod's status, like a readiness probe on the client port."""
         proc = self.testbed.process_state(b)
-        ready = proc == "up" and _port_open(b.port)
+        ready = proc == "up" and _port_open(b.port or b.controller_port)
         if ready and not _is_ready(pod):
             ready = self._serves(b, timeout=3)  # becoming Ready: insist on registration in the cluster
         pid = b.pid if proc != "down" else None
@@ -307,7 +350,7 @@ class PodStandIn:
     # ---------------------------------------------------------------- the StatefulSet controller's part
     def _replace(self, b: BrokerState) -> None:
         """Recreate the pod (not Ready), start its broker, and mark it Ready once the broker serves."""
-        name = pod_name(b.id)
+        name = node_pod_name(b)
         t0 = time.monotonic()
         pod = self._create_pod(b)
         if pod is None:
@@ -351,18 +394,19 @@ class PodStandIn:
         return False
 
     def _create_pod(self, b: BrokerState) -> Any | None:
-        name = pod_name(b.id)
+        sts = _set_of(b)
+        name = sts.pod(b.id)
         labels = {
-            **APP_LABELS,
-            BROKER_ID_LABEL: str(b.id),
+            **sts.labels,
+            sts.id_label: str(b.id),
             "statefulset.kubernetes.io/pod-name": name,
-            "apps.kubernetes.io/pod-index": str(b.id),
+            "apps.kubernetes.io/pod-index": str(b.id - sts.id_base),
         }
         owner = {
             "apiVersion": "apps/v1",
             "kind": "StatefulSet",
-            "name": STATEFULSET,
-            "uid": self._sts_uid,
+            "name": sts.name,
+            "uid": self._sts_uid.get(sts.name),
             "controller": True,
             "blockOwnerDeletion": True,
         }
@@ -370,7 +414,7 @@ class PodStandIn:
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": name, "labels": labels, "ownerReferences": [owner]},
-            "spec": self._pod_spec(b) | {"nodeName": NODE_NAME, "hostname": name, "subdomain": STATEFULSET},
+            "spec": self._pod_spec(b) | {"nodeName": NODE_NAME, "hostname": name, "subdomain": sts.name},
         }
         try:
             pod = self.core.create_namespaced_pod(NAMESPACE, body)
@@ -384,7 +428,7 @@ class PodStandIn:
         return pod
 
     def _pod_spec(self, b: BrokerState | None) -> dict[str, Any]:
-        port = b.port if b else 9092
+        port = (b.port or b.controller_port) if b else 9092
         return {
             "containers": [
                 {
@@ -406,11 +450,11 @@ class PodStandIn:
             if exc.status != 409:
                 raise
 
-    def _ensure_statefulset(self, replicas: int) -> None:
-        if self._sts_uid is not None:
+    def _ensure_statefulset(self, which: _Set, replicas: int) -> None:
+        if which.name in self._sts_uid:
             return
         try:
-            sts = self.apps.read_namespaced_stateful_set(STATEFULSET, NAMESPACE)
+            sts = self.apps.read_namespaced_stateful_set(which.name, NAMESPACE)
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -418,26 +462,26 @@ class PodStandIn:
                 "apiVersion": "apps/v1",
                 "kind": "StatefulSet",
                 "metadata": {
-                    "name": STATEFULSET,
-                    "labels": APP_LABELS,
+                    "name": which.name,
+                    "labels": which.labels,
                     "annotations": {
                         "kafkahealth.io/testbed": "pods kept by the kafka-health testbed stand-in (no controller-manager)"
                     },
                 },
                 "spec": {
                     "replicas": replicas,
-                    "serviceName": STATEFULSET,
-                    "selector": {"matchLabels": APP_LABELS},
-                    "template": {"metadata": {"labels": APP_LABELS}, "spec": self._pod_spec(None)},
+                    "serviceName": which.name,
+                    "selector": {"matchLabels": which.labels},
+                    "template": {"metadata": {"labels": which.labels}, "spec": self._pod_spec(None)},
                 },
             }
             sts = self.apps.create_namespaced_stateful_set(NAMESPACE, body)
-            log.info("StatefulSet %s/%s created", NAMESPACE, STATEFULSET)
-        self._sts_uid = sts.metadata.uid
+            log.info("StatefulSet %s/%s created", NAMESPACE, which.name)
+        self._sts_uid[which.name] = sts.metadata.uid
 
-    def _update_statefulset_status(self, replicas: int) -> None:
+    def _update_statefulset_status(self, which: _Set, replicas: int) -> None:
         pods = self.core.list_namespaced_pod(
-            NAMESPACE, label_selector=APP_SELECTOR, _request_timeout=10
+            NAMESPACE, label_selector=which.selector, _request_timeout=10
         ).items
         live = [p for p in pods if p.metadata.deletion_timestamp is None]
         ready = sum(1 for p in live if _is_ready(p))
@@ -448,14 +492,14 @@ class PodStandIn:
             "currentReplicas": len(live),
             "updatedReplicas": len(live),
         }
-        if status == self._sts_status:
+        if status == self._sts_status.get(which.name):
             return
-        sts = self.apps.read_namespaced_stateful_set(STATEFULSET, NAMESPACE)
+        sts = self.apps.read_namespaced_stateful_set(which.name, NAMESPACE)
         body = {"status": {**status, "observedGeneration": sts.metadata.generation}}
         self.apps.patch_namespaced_stateful_set_status(
-            STATEFULSET, NAMESPACE, body, _content_type="application/merge-patch+json"
+            which.name, NAMESPACE, body, _content_type="application/merge-patch+json"
         )
-        self._sts_status = status
+        self._sts_status[which.name] = status
 
     # ---------------------------------------------------------------- pod status
     def _patch_status(self, name: str, status: dict[str, Any]) -> Any:
