@@ -43,7 +43,7 @@ from tests.k8s.operator_process import (
     kubectl,
     wait_status,
 )
-from tests.k8s.test_operator_e2e import events_of, policy
+from tests.k8s.test_operator_e2e import _imbalanced_topic, events_of, policy
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 
@@ -268,6 +268,7 @@ def test_two_installs_on_one_kafka_cluster_take_turns(
     bootstrap: str,
     ready_cluster: StandIn,
     tmp_path: Path,
+    unique_name: str,
 ) -> None:
     """Two operator installs (two release namespaces, one shared lockNamespace), one policy each on
     the same Kafka cluster: while one rolls it, the other's requested election is withheld with
@@ -277,6 +278,7 @@ def test_two_installs_on_one_kafka_cluster_take_turns(
     ns_a, ns_b, locks = f"ia-{suffix}", f"ib-{suffix}", f"locks-{suffix}"
     for ns in (ns_a, ns_b, locks):
         kubectl(cp, "create", "namespace", ns)
+    _imbalanced_topic(kafka, bootstrap, unique_name)  # so the election has work whenever it may run
     before = broker_starts(kafka)
     roll = policy(
         ns_a,
@@ -287,15 +289,20 @@ def test_two_installs_on_one_kafka_cluster_take_turns(
             "preferredLeaderElection": {"enabled": False},
             "rollingRestart": {
                 "requireMaintenanceWindow": False,
-                "pauseBetweenBrokers": "10s",
+                "pauseBetweenBrokers": "30s",
                 "postRollPreferredElection": False,
                 "requests": [{"id": "r1"}],
             },
         },
     )
     roll["spec"]["cluster"]["brokerPods"] = {"namespace": "kafka", "statefulSet": "kafka"}
-    elect = policy(ns_b, "elect", bootstrap.split(",")[::-1], remediation={"mode": "Enforce"})
-    elect["metadata"]["annotations"] = {"kafkahealth.io/elect-leaders": "e1"}
+    # Only the requested election (automatic ones off): it must wait for the roll.
+    elect = policy(
+        ns_b,
+        "elect",
+        bootstrap.split(",")[::-1],
+        remediation={"mode": "Enforce", "preferredLeaderElection": {"enabled": False}},
+    )
     op_a, ident_a = chart_operator(
         cp, tmp_path / "a", ns_a, extra_namespaces=("kafka",), lock_namespace=locks
     )
@@ -303,6 +310,15 @@ def test_two_installs_on_one_kafka_cluster_take_turns(
     try:
         op_a.start()
         op_b.start()
+        apply(cp, elect)
+        wait_status(
+            cp,
+            ns_b,
+            "elect",
+            lambda s: bool(s.get("lastDiagnosis")),
+            timeout=400,
+            what="the second install serving (its first cycle done)",
+        )
         apply(cp, roll)
         wait_status(
             cp,
@@ -312,7 +328,8 @@ def test_two_installs_on_one_kafka_cluster_take_turns(
             timeout=300,
             what="the roll in flight",
         )
-        apply(cp, elect)
+        # The request: planned at once (the request watch), on the Lease as read now.
+        kubectl(cp, "annotate", "khp", "-n", ns_b, "elect", "kafkahealth.io/elect-leaders=e1")
         locked = wait_status(
             cp,
             ns_b,
@@ -340,7 +357,7 @@ def test_two_installs_on_one_kafka_cluster_take_turns(
             ns_b,
             "elect",
             lambda s: any(
-                h["action"] == "PreferredLeaderElection" and h.get("finishedAt")
+                h["action"] == "PreferredLeaderElection" and h.get("id") == "e1" and h.get("finishedAt")
                 for h in s.get("history") or []
             ),
             timeout=300,
@@ -352,6 +369,7 @@ def test_two_installs_on_one_kafka_cluster_take_turns(
             if h["action"] == "RollingRestart" and h.get("finishedAt")
         )
         election = next(h for h in elected["history"] if h["action"] == "PreferredLeaderElection")
+        assert election["id"] == "e1" and election["outcome"] == "Succeeded", election
         assert datetime.fromisoformat(election["startedAt"]) >= roll_end, (election, roll_end)
         after = broker_starts(kafka)
         assert {b: after[b] - before[b] for b in after} == {0: 1, 1: 1, 2: 1}, (before, after)
