@@ -1359,6 +1359,7 @@ class RemediationStep(StrEnum):
 
 _LEGACY_STEPS = {"WaitingSafe": RemediationStep.WAITING_FOR_SAFETY}
 """Step values earlier versions persisted, read as today's (status written before the enum)."""
+_LEGACY_POD_UID = re.compile(r"podUid=([0-9a-fA-F-]+)")
 
 
 class CurrentRemediation(_StatusModel):
@@ -1416,6 +1417,17 @@ class CurrentRemediation(_StatusModel):
     @classmethod
     def _legacy_step(cls, value: object) -> object:
         return _LEGACY_STEPS.get(value, value) if isinstance(value, str) else value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_pod_uid(cls, data: object) -> object:
+        """Migration only: a roll persisted before `podUid` existed kept the uid in its message
+        (`podUid=<uid>`); read it into the field once. Nothing else is parsed from messages."""
+        if isinstance(data, dict) and not data.get("podUid") and not data.get("pod_uid"):
+            match = _LEGACY_POD_UID.search(str(data.get("message") or ""))
+            if match:
+                return {**data, "podUid": match.group(1)}
+        return data
 
 
 class PendingPlan(_StatusModel):
@@ -1481,9 +1493,6 @@ class RollingRestartResult(_StatusModel):
     message: str | None = Field(None, description="Details, e.g. why it halted.")
 
 
-_LEGACY_POD_UID = re.compile(r"podUid=([0-9a-fA-F-]+)")
-
-
 class OffsetResetEntry(_StatusModel):
     """One partition of an offset reset plan: current → target."""
 
@@ -1538,18 +1547,6 @@ class KafkaHealthPolicyStatus(_StatusModel):
     """What the operator saw and did. Written by the operator only."""
 
     observed_generation: int | None = Field(None, ge=0, description="The spec generation last processed.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_pod_uid(cls, data: object) -> object:
-        """Migration only: a roll persisted before `podUid` existed kept the uid in its message
-        (`podUid=<uid>`); read it into the field once. Nothing else is parsed from messages."""
-        if isinstance(data, dict) and not data.get("podUid") and not data.get("pod_uid"):
-            match = _LEGACY_POD_UID.search(str(data.get("message") or ""))
-            if match:
-                return {**data, "podUid": match.group(1)}
-        return data
-
     health: Health = Field(
         Health.UNKNOWN, description="Healthy, Warning, Critical or Unknown (worst finding)."
     )
