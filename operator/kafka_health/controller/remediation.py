@@ -38,6 +38,7 @@ from kafka_health.models.policy import (
     WithheldReason,
     append_history,
 )
+from kafka_health.models.reasons import EventReason
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan import (
     ClusterLock,
@@ -288,7 +289,7 @@ def _elect(
         message=action.summary[:1000],
     )
     _guarded_persist(ctx, lease)(out)
-    ctx.on_event("Normal", "ElectionStarted", action.summary)
+    ctx.on_event("Normal", EventReason.ELECTION_STARTED, action.summary)
     outcome = execute_election(ctx.admin, action.election, guard=_step_guard(ctx, lease))
     _record(
         out,
@@ -305,7 +306,9 @@ def _elect(
     out.remediation_summary = outcome.summary()[:256]
     ok = outcome.succeeded
     ctx.on_event(
-        "Normal" if ok else "Warning", "ElectionSucceeded" if ok else "ElectionFailed", outcome.summary()
+        "Normal" if ok else "Warning",
+        EventReason.ELECTION_SUCCEEDED if ok else EventReason.ELECTION_FAILED,
+        outcome.summary(),
     )
     metrics.count_remediation(
         policy.namespace, policy.name, action.action.value, "succeeded" if ok else "failed"
@@ -506,7 +509,7 @@ def _halt(
         now,
         policy.generation,
     )
-    ctx.on_event("Warning", "RollHalted", f"{current.id}: {message}")
+    ctx.on_event("Warning", EventReason.ROLL_HALTED, f"{current.id}: {message}")
     metrics.count_remediation(policy.namespace, policy.name, ActionType.ROLLING_RESTART.value, "failed")
     lease.release()
 
@@ -573,7 +576,9 @@ def _roll_started(current: CurrentRemediation | None, action: PlannedAction | No
     else:
         extra = "; every partition keeps enough in-sync replicas for acks=all producers"
     ctx.on_event(
-        "Normal", "RollStarted", f"{step.request_id}: restarting brokers {order}, one at a time{extra}"
+        "Normal",
+        EventReason.ROLL_STARTED,
+        f"{step.request_id}: restarting brokers {order}, one at a time{extra}",
     )
 
 
@@ -612,7 +617,7 @@ def _restart_next_broker(
         out.current_remediation = outcome.current
         _set_roll_result(out, outcome.current, RequestState.RUNNING, outcome.message)
         out.remediation_summary = f"rolling restart {outcome.current.id}: broker {outcome.broker} done"[:256]
-        ctx.on_event("Normal", "BrokerRestarted", f"{outcome.current.id}: {outcome.message}")
+        ctx.on_event("Normal", EventReason.BROKER_RESTARTED, f"{outcome.current.id}: {outcome.message}")
         return out
     if outcome.result == "unsafe":
         out.current_remediation = outcome.current
@@ -648,7 +653,7 @@ def _resume_roll(
     out = status.model_copy(deep=True)
     _end_roll(out, current, result, ActionOutcome.SUCCEEDED, ctx, policy)
     out.remediation_summary = (result.message or "rolling restart done")[:256]
-    ctx.on_event("Normal", "RollSucceeded", f"{current.id}: {result.message}")
+    ctx.on_event("Normal", EventReason.ROLL_SUCCEEDED, f"{current.id}: {result.message}")
     metrics.count_remediation(policy.namespace, policy.name, ActionType.ROLLING_RESTART.value, "succeeded")
     lease.release()
     return out

@@ -12,14 +12,15 @@ from dataclasses import dataclass
 
 from kafka_health.k8s.client import K8s, PodInfo
 from kafka_health.models.policy import BrokerIdSource, BrokerPods
+from kafka_health.models.reasons import DegradedReason
 
 _ORDINAL = re.compile(r"-(\d+)$")
 
 
 class BrokerPodsError(RuntimeError):
-    """The broker pods cannot be found or mapped; `reason` is a CamelCase condition reason."""
+    """The broker pods cannot be found or mapped; `reason` is the Degraded condition reason."""
 
-    def __init__(self, reason: str, message: str) -> None:
+    def __init__(self, reason: DegradedReason, message: str) -> None:
         super().__init__(message)
         self.reason = reason
 
@@ -39,7 +40,7 @@ def selector_of(k8s: K8s, spec: BrokerPods, namespace: str) -> str:
         found = k8s.statefulset_selector(namespace, spec.stateful_set)
         if found is None:
             raise BrokerPodsError(
-                "StatefulSetNotFound",
+                DegradedReason.STATEFUL_SET_NOT_FOUND,
                 f"spec.cluster.brokerPods.statefulSet: no StatefulSet {namespace}/{spec.stateful_set}",
             )
         labels = found
@@ -69,7 +70,7 @@ def find_broker_pods(k8s: K8s, spec: BrokerPods, policy_namespace: str) -> dict[
             found[bid] = BrokerPod(bid, pod)
     if not found:
         raise BrokerPodsError(
-            "BrokerPodsNotFound",
+            DegradedReason.BROKER_PODS_NOT_FOUND,
             f"spec.cluster.brokerPods: no broker pods in namespace {namespace} match {selector}",
         )
     return found
