@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -110,3 +111,78 @@ def test_execute_restarts_the_chosen_broker_once(
     assert after[1] != before[1] and uids_after["kafka-1"] != uids["kafka-1"]
     assert after[0] == before[0] and after[2] == before[2]
     assert uids_after["kafka-0"] == uids["kafka-0"] and uids_after["kafka-2"] == uids["kafka-2"]
+
+
+def test_lock_namespace_refuses_while_another_holder_acts_then_holds_the_lease_for_the_roll(
+    healthy_pods: StandIn,
+    kafka: Testbed,
+    bootstrap: str,
+    k8s_api: client.ApiClient,
+    k8s_control_plane: ControlPlane,
+    k8s_namespace: str,
+) -> None:
+    """--lock-namespace: the operator's per-cluster Lease. Held by a policy: the roll is refused and
+    nothing is touched. Free: the CLI holds it while it rolls (an operator would see ClusterLocked
+    by cli/...) and empties it at the end."""
+    from datetime import timedelta
+
+    from confluent_kafka.admin import AdminClient
+
+    from kafka_health.controller.cluster_lease import ClusterLease, LockSettings, read_lock
+    from kafka_health.k8s.client import K8s, load_config
+    from kafka_health.models.policy import ActionType
+    from kafka_health.plan.cluster_lock import cluster_id_key
+
+    core: Any = client.CoreV1Api(k8s_api)
+    cluster_id = AdminClient({"bootstrap.servers": bootstrap}).describe_cluster().result(timeout=30).cluster_id
+    key = cluster_id_key(cluster_id)
+    k8s = K8s(load_config(str(k8s_control_plane.kubeconfig)))
+    settings = LockSettings(namespace=k8s_namespace, replica="operator-0", ttl=timedelta(seconds=30))
+    operator = ClusterLease(
+        k8s, settings, cluster=key, policy="prod/nightly", action=ActionType.PREFERRED_LEADER_ELECTION, id="e1"
+    )
+    assert operator.acquire() is None
+    args = [
+        *base_args(bootstrap, k8s_control_plane),
+        "--statefulset",
+        "kafka",
+        "--brokers",
+        "1",
+        "--pause",
+        "1s",
+        "--execute",
+        "--id",
+        "cli-locked",
+        "--lock-namespace",
+        k8s_namespace,
+    ]
+    before, uids = pids(kafka), pod_uids(core)
+    try:
+        refused = CliRunner().invoke(app, args)
+    finally:
+        operator.release()
+    assert refused.exit_code == 1, refused.output
+    assert "ClusterLocked by prod/nightly (PreferredLeaderElection e1)" in refused.output
+    assert pod_uids(core) == uids and pids(kafka) == before
+
+    holders: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.3):
+            lock = read_lock(k8s, settings, key)
+            if lock is not None:
+                holders.append(f"{lock.holder} {lock.action} {lock.id}")
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        rolled = CliRunner().invoke(app, args)
+    finally:
+        done.set()
+        watcher.join(5)
+    assert rolled.exit_code == 0, rolled.output
+    assert "Succeeded: restarted brokers 1" in rolled.output
+    assert pod_uids(core)["kafka-1"] != uids["kafka-1"]
+    assert holders and all(h.startswith("cli/") and h.endswith("RollingRestart cli-locked") for h in holders), holders
+    assert read_lock(k8s, settings, key) is None  # emptied at the end

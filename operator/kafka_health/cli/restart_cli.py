@@ -10,16 +10,23 @@ Ready pod, the broker registered again and 0 under-replicated partitions (each w
 timeout), pause, next broker; halts on the first failure without touching another broker;
 then a preferred leader election for the restarted brokers (--no-elect to skip).
 
-Exit: 0 done (dry run: the first broker may restart now); 1 halted, failed or (dry run) the
-first broker may not restart now; 2 usage error (click's); 3 the command could not run.
+--lock-namespace NS (with --execute): the roll holds the operator's per-cluster Lease in NS (the
+chart's lockNamespace) from start to end, checked before each pod delete: refused while an
+operator (or another CLI) acts on the cluster, and operators withhold their actions meanwhile.
+
+Exit: 0 done (dry run: the first broker may restart now); 1 halted, failed, refused by another
+holder of the cluster's Lease, or (dry run) the first broker may not restart now; 2 usage error
+(click's); 3 the command could not run.
 """
 
 from __future__ import annotations
 
+import getpass
+import socket
 import sys
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -33,6 +40,10 @@ from kafka_health.models.policy import (
     RestartTimeouts,
     parse_duration,
 )
+
+if TYPE_CHECKING:
+    from kafka_health.controller.cluster_lease import ClusterLease
+    from kafka_health.k8s.client import K8s
 
 FAILED = 3
 
@@ -111,13 +122,25 @@ def restart(
         typer.Option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig (default: in-cluster)."),
     ] = None,
     request_id: Annotated[str | None, typer.Option("--id", help="An id for this roll (messages).")] = None,
+    lock_namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--lock-namespace",
+            envvar="KAFKA_HEALTH_LOCK_NAMESPACE",
+            help="With --execute: hold the operator's per-cluster Lease in this namespace (the chart's "
+            "lockNamespace) for the whole roll. The roll is refused while an operator acts on the "
+            "cluster, and operators withhold their actions (ClusterLocked) while it runs. Without it "
+            "the roll takes no lock.",
+        ),
+    ] = None,
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
 ) -> None:
     """Rolling broker restart, one at a time, with the operator's safety rules. Dry run unless --execute.
 
-    Exit codes: 0 done (dry run: the first broker may restart now); 1 halted, failed, or (dry run)
-    the first broker may not restart now; 2 usage error; 3 could not run.
+    Exit codes: 0 done (dry run: the first broker may restart now); 1 halted, failed, refused
+    because another holder has the cluster's Lease (--lock-namespace), or (dry run) the first
+    broker may not restart now; 2 usage error; 3 could not run.
     """
     quiet.start(verbose, log_file)
     if (statefulset is None) == (selector is None):
@@ -144,6 +167,7 @@ def restart(
 
     from kafka_health.collect.kafka_admin import KafkaAdmin
     from kafka_health.collect.snapshot import collect_snapshot
+    from kafka_health.controller.cluster_lease import LeaseLost
     from kafka_health.k8s.client import K8s, K8sError, load_config
     from kafka_health.plan.restart_safety import check_restart_safety, order_brokers
     from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods
@@ -215,23 +239,40 @@ def restart(
             colour = typer.colors.GREEN if out.ok else typer.colors.RED
             typer.secho(f"[{_now():%H:%M:%S}] broker {out.broker}: {out.result} — {out.message}", fg=colour)
 
-        report = run_roll(
-            request_id or f"cli-{uuid.uuid4().hex[:8]}",
-            order,
-            k8s=k8s,
-            admin=admin,
-            pods_spec=spec,
-            namespace=namespace,
-            timeouts=timeouts,
-            pause=pause_delta,
-            post_roll_election=elect,
-            persist=lambda c: (
-                typer.echo(f"[{_now():%H:%M:%S}] broker {c.current_broker}: {c.step}", err=True)
-                if c.current_broker is not None
-                else None
-            ),
-            on_broker=progress,
+        roll_id = request_id or f"cli-{uuid.uuid4().hex[:8]}"
+        lease = (
+            _take_cluster_lock(k8s, lock_namespace, snapshot.cluster_id, roll_id) if lock_namespace else None
         )
+        try:
+            report = run_roll(
+                roll_id,
+                order,
+                k8s=k8s,
+                admin=admin,
+                pods_spec=spec,
+                namespace=namespace,
+                timeouts=timeouts,
+                pause=pause_delta,
+                post_roll_election=elect,
+                persist=lambda c: (
+                    typer.echo(f"[{_now():%H:%M:%S}] broker {c.current_broker}: {c.step}", err=True)
+                    if c.current_broker is not None
+                    else None
+                ),
+                on_broker=progress,
+                guard=lease.ensure if lease is not None else lambda: None,
+            )
+        except LeaseLost as exc:
+            typer.secho(
+                f"stopped before the next pod delete: {exc} (this process was frozen or cut off from "
+                "the API server for longer than the Lease lasts); nothing more is done",
+                fg=typer.colors.RED,
+                err=True,
+            )
+            raise typer.Exit(1) from None
+        finally:
+            if lease is not None:
+                lease.release()
     typer.echo(f"{report.result.state}: {report.result.message}")
     if report.election is not None:
         failed = [p for p in report.election.partitions if p.status == "failed"]
@@ -239,3 +280,38 @@ def restart(
             typer.echo(f"  election failed for {p}: {p.message}")
     sys.stdout.flush()
     raise typer.Exit(0 if report.ok else 1)
+
+
+def _take_cluster_lock(k8s: K8s, namespace: str, cluster_id: str | None, roll_id: str) -> ClusterLease:
+    """The cluster's Lease for this roll, as the operator takes it; exit 1 when another holder
+    (an operator's policy, another CLI) has it."""
+    from kafka_health.controller.cluster_lease import ClusterLease, LockSettings, default_replica
+    from kafka_health.k8s.client import K8sError
+    from kafka_health.models.policy import ActionType
+    from kafka_health.plan.cluster_lock import cluster_id_key
+
+    if not cluster_id:
+        raise _fail("--lock-namespace: the cluster id could not be read, so its Lease cannot be named")
+    key = cluster_id_key(cluster_id)
+    lease = ClusterLease(
+        k8s,
+        LockSettings(namespace=namespace, replica=default_replica()),
+        cluster=key,
+        policy=f"cli/{getpass.getuser()}@{socket.gethostname()}",
+        action=ActionType.ROLLING_RESTART,
+        id=roll_id,
+    )
+    try:
+        held = lease.acquire()
+    except K8sError as exc:
+        raise _fail(f"--lock-namespace {namespace}: cannot take the cluster's Lease: {exc}") from None
+    if held is not None:
+        what = f"{held.action}" + (f" {held.id}" if held.id else "")
+        typer.secho(
+            f"refused: ClusterLocked by {held.holder} ({what}) since {held.acquired_at:%Y-%m-%d %H:%M:%S}Z; "
+            "one action per Kafka cluster at a time — retry when it has finished",
+            fg=typer.colors.RED,
+            err=True,
+        )
+        raise typer.Exit(1)
+    return lease

@@ -75,8 +75,13 @@ def cluster_key(cluster: ClusterSpec, snapshot: ClusterSnapshot | None = None) -
     """The Kafka cluster id when known (two policies with different bootstrap lists still
     collide), else the sorted bootstrap servers."""
     if snapshot is not None and snapshot.cluster_id:
-        return f"id:{snapshot.cluster_id}"
+        return cluster_id_key(snapshot.cluster_id)
     return "bootstrap:" + ",".join(sorted(s.lower() for s in cluster.bootstrap_servers))
+
+
+def cluster_id_key(cluster_id: str) -> str:
+    """The key of a cluster whose id was read from Kafka (what the CLI's roll locks too)."""
+    return f"id:{cluster_id}"
 
 
 def lock_name(key: str) -> str:

@@ -484,8 +484,10 @@ def run_roll(
     sleep: Sleep = time.sleep,
     cluster_name: str = "kafka",
     on_broker: Callable[[BrokerRestartOutcome], None] | None = None,
+    guard: Callable[[], None] = lambda: None,
 ) -> RollReport:
     """Restart `brokers` (None: all in the metadata) one at a time; halt on the first failure.
+    `guard()` runs right before each pod delete and each election batch (the CLI's cluster Lease).
 
     With `current` (a persisted roll), continue it: the broker in flight first, without deleting
     its pod again, then the brokers not yet done. An `unsafe` live re-check halts the roll
@@ -542,6 +544,7 @@ def run_roll(
             sleep=sleep,
             plan_id=f"roll-{request_id}",
             cluster_name=cluster_name,
+            guard=guard,
         )
         report.outcomes.append(out)
         report.current = out.current
@@ -562,6 +565,7 @@ def run_roll(
         election_batch_size=election_batch_size,
         cluster_name=cluster_name,
         clock=clock,
+        guard=guard,
     )
     return report
 
