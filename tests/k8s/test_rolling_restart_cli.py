@@ -134,12 +134,18 @@ def test_lock_namespace_refuses_while_another_holder_acts_then_holds_the_lease_f
     from kafka_health.plan.cluster_lock import cluster_id_key
 
     core: Any = client.CoreV1Api(k8s_api)
-    cluster_id = AdminClient({"bootstrap.servers": bootstrap}).describe_cluster().result(timeout=30).cluster_id
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the future resolves
+    cluster_id = admin.describe_cluster().result(timeout=30).cluster_id
     key = cluster_id_key(cluster_id)
     k8s = K8s(load_config(str(k8s_control_plane.kubeconfig)))
     settings = LockSettings(namespace=k8s_namespace, replica="operator-0", ttl=timedelta(seconds=30))
     operator = ClusterLease(
-        k8s, settings, cluster=key, policy="prod/nightly", action=ActionType.PREFERRED_LEADER_ELECTION, id="e1"
+        k8s,
+        settings,
+        cluster=key,
+        policy="prod/nightly",
+        action=ActionType.PREFERRED_LEADER_ELECTION,
+        id="e1",
     )
     assert operator.acquire() is None
     args = [
@@ -184,5 +190,7 @@ def test_lock_namespace_refuses_while_another_holder_acts_then_holds_the_lease_f
     assert rolled.exit_code == 0, rolled.output
     assert "Succeeded: restarted brokers 1" in rolled.output
     assert pod_uids(core)["kafka-1"] != uids["kafka-1"]
-    assert holders and all(h.startswith("cli/") and h.endswith("RollingRestart cli-locked") for h in holders), holders
+    assert holders and all(
+        h.startswith("cli/") and h.endswith("RollingRestart cli-locked") for h in holders
+    ), holders
     assert read_lock(k8s, settings, key) is None  # emptied at the end
