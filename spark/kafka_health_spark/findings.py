@@ -152,9 +152,9 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
             f.check,
             s.kind.value,
             s.topic or "",
-            s.partition or -1,
+            -1 if s.partition is None else s.partition,
             s.group or "",
-            s.broker or -1,
+            -1 if s.broker is None else s.broker,
         )
 
     return sorted(findings, key=key)

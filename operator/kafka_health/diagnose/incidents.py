@@ -55,6 +55,7 @@ from kafka_health.models.findings import (
     SubjectKind,
 )
 from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health_spark.findings import sort_findings
 
 # The planner's remediation ids (kafka_health_spark.findings; repeated here to keep this module
 # free of Spark): a finding's `remediation` is one of these or a hint for a person.
@@ -274,22 +275,6 @@ def _worst(members: list[Finding]) -> Severity:
     return max((f.severity for f in members), key=lambda s: s.rank)
 
 
-def _sorted_members(members: list[Finding]) -> list[Finding]:
-    def key(f: Finding) -> tuple[object, ...]:
-        s = f.subject
-        return (
-            -f.severity.rank,
-            f.check,
-            s.kind.value,
-            s.topic or "",
-            -1 if s.partition is None else s.partition,
-            s.group or "",
-            -1 if s.broker is None else s.broker,
-        )
-
-    return sorted(members, key=key)
-
-
 def _subject(kind: IncidentKind, root: str) -> Subject:
     if kind in (IncidentKind.BROKER_DOWN, IncidentKind.DISK, IncidentKind.BROKER_OUT_OF_SYNC):
         return Subject(kind=SubjectKind.BROKER, broker=int(root))
@@ -387,7 +372,7 @@ def _broker_down_reach(broker: int, members: list[Finding], ctx: _Context) -> _R
 
 
 def _incident(g: _Group, ctx: _Context) -> Incident:
-    members = _sorted_members(g.members)
+    members = sort_findings(g.members)
     severity = _worst(members)
     kind, root = g.kind, g.root
     reach = (
