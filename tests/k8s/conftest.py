@@ -12,11 +12,14 @@ from tests.k8s.operator_process import kubectl
 REPO = Path(__file__).resolve().parents[2]
 
 
+def apply_crds(cp: ControlPlane) -> None:
+    """The committed CRDs, applied server-side and Established."""
+    for path in sorted((REPO / "crds").glob("*.yaml")):
+        kubectl(cp, "apply", "--server-side", "-f", str(path))
+    kubectl(cp, "wait", "--for=condition=Established", "crd/kafkahealthpolicies.kafkahealth.io")
+
+
 @pytest.fixture(scope="module")
 def crds(k8s_control_plane: ControlPlane) -> None:
     """The committed CRDs, applied server-side and Established."""
-    for path in sorted((REPO / "crds").glob("*.yaml")):
-        kubectl(k8s_control_plane, "apply", "--server-side", "-f", str(path))
-    kubectl(
-        k8s_control_plane, "wait", "--for=condition=Established", "crd/kafkahealthpolicies.kafkahealth.io"
-    )
+    apply_crds(k8s_control_plane)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -63,6 +64,27 @@ def test_dry_run_prints_order_verdicts_and_skipped_partitions_and_touches_nothin
     assert "controller" in result.output
     assert f"{unique_name}-0" in result.output and "skipped (RF <= min.insync.replicas" in result.output
     assert pod_uids(core) == uids and pids(kafka) == before
+
+
+def test_dry_run_json_plan_of_combined_nodes_voters_active_controller_last(
+    healthy_pods: StandIn, kafka: Testbed, bootstrap: str, k8s_control_plane: ControlPlane
+) -> None:
+    args = [*base_args(bootstrap, k8s_control_plane), "--statefulset", "kafka"]
+    result = CliRunner().invoke(app, [*args, "--output", "json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    leader = plan["quorumLeader"]
+    assert plan["order"] == [*sorted({0, 1, 2} - {leader}), leader]
+    assert [(n["node"], n["role"]) for n in plan["nodes"]] == [
+        *((b, "voter") for b in plan["order"][:2]),
+        (leader, "active voter"),
+    ]
+    assert "last of all" in plan["nodes"][2]["why"] and all(n["safeNow"] for n in plan["nodes"])
+    # No dedicated controllers here: naming node 100 is refused; JSON is for the dry run only.
+    refused = CliRunner().invoke(app, [*args, "--brokers", "100"])
+    assert refused.exit_code == 3 and "node(s) 100 not in the cluster" in refused.output
+    both = CliRunner().invoke(app, [*args, "--output", "json", "--execute"])
+    assert both.exit_code == 3 and "--output json is for the dry run" in both.output
 
 
 def test_dry_run_blocks_while_a_broker_is_down(

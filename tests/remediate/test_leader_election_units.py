@@ -41,3 +41,43 @@ def test_empty_plan_is_a_success() -> None:
         outcome = execute_election(admin, ElectionPlan(partitions=[], batches=[]))
     assert outcome.succeeded and outcome.partitions == []
     assert outcome.summary().startswith("preferred leader election: 0 elected")
+
+
+def test_an_election_refused_for_authorization_names_the_missing_acl() -> None:
+    """ElectLeaders needs ALTER on CLUSTER: a refusal, per partition or of the whole call, is named
+    with the grant (history message); other failures are not called authorization failures."""
+    from kafka_health.remediate.leader_election import ElectionOutcome, PartitionElection
+
+    refused = "CLUSTER_AUTHORIZATION_FAILED: Cluster authorization failed."
+    per_partition = ElectionOutcome(
+        partitions=[
+            PartitionElection(topic="orders", partition=0, status=ElectionStatus.FAILED, message=refused),
+            PartitionElection(topic="orders", partition=1, status=ElectionStatus.ELECTED),
+        ]
+    )
+    whole_call = ElectionOutcome(failed_reason=f"batch 1: elect_leaders: {refused}")
+    for outcome in (per_partition, whole_call):
+        denied = outcome.denied()
+        assert denied is not None and denied.startswith(
+            "authorization denied: the principal lacks ALTER on CLUSTER kafka-cluster"
+        )
+        assert "--operation Alter --cluster" in denied
+        record = outcome.record(
+            plan_id="p", started_at=NOW, finished_at=NOW, generation=1, breaker_reset=None
+        )
+        assert record.message is not None and record.message.endswith(denied)
+    other = ElectionOutcome(
+        partitions=[
+            PartitionElection(
+                topic="orders", partition=0, status=ElectionStatus.FAILED, message="REQUEST_TIMED_OUT"
+            )
+        ]
+    )
+    assert other.denied() is None
+    # An authorization text on a partition that did not fail is not a refusal of the election.
+    fine = ElectionOutcome(
+        partitions=[
+            PartitionElection(topic="o", partition=0, status=ElectionStatus.NOT_NEEDED, message=refused)
+        ]
+    )
+    assert fine.denied() is None

@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KTP
 from typer.testing import CliRunner
 
-from kafka_health._kits.waiting import wait_for
+from kafka_health._kits.waiting import WaitTimeout, wait_for
 from kafka_health.cli.main import app
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.k8s.client import K8s
@@ -57,15 +57,32 @@ def produce_timed(bootstrap: str, topic: str, partitions: int, first: datetime) 
 
 
 def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        consumer.commit(offsets=[KTP(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
-    finally:
-        consumer.close()
+    """Commit `offsets` for `group`, retried while the group's coordinator moves (an election
+    just before moves __consumer_offsets leaders: NOT_COORDINATOR for a moment)."""
+
+    def attempt() -> bool:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            consumer.commit(offsets=[KTP(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+            return True
+        finally:
+            consumer.close()
+
+    wait_for(attempt, timeout=60, what=f"offsets of {group} committed")
 
 
 def committed(admin: KafkaAdmin, group: str) -> dict[tuple[str, int], int | None]:
-    read = admin.group_offsets([group])
+    """The group's committed offsets; a read that fails while its coordinator moves is retried
+    (up to 60 s), a lasting error fails the test."""
+
+    def attempt() -> Any:
+        read = admin.group_offsets([group])
+        return read if group not in read.errors else None
+
+    try:
+        read = wait_for(attempt, timeout=60, what=f"offsets of {group} read")
+    except WaitTimeout:
+        read = admin.group_offsets([group])
     assert group not in read.errors, read.errors
     return {(o.topic, o.partition): o.committed_offset for o in read.values[group]}
 

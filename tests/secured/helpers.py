@@ -1,4 +1,4 @@
-"""A secured testbed per module (1 broker), the CLI as users run it, and what a test asserts on it."""
+"""A secured testbed per module (1 broker unless asked for more), the CLI as users run it, and what a test asserts on it."""
 
 from __future__ import annotations
 
@@ -20,17 +20,26 @@ PORT_OFFSET = {
     "dedicated": 1300,
     "operator:sasl_ssl": 1600,
     "operator:mtls": 1650,  # 1-broker clusters: client, +100, +200 interleave without overlap
+    # 3 brokers each (client, +100, +200): ports that are none of the above modulo 1000 either,
+    # so they stay clear of the clusters of a test run whose KAFKA_HEALTH_TEST_PORT is 1000 away.
+    "operator-remediation:sasl_ssl": 1950,
+    "operator-remediation:mtls": 1975,
 }
 
 
 def secured_testbed(
-    tmp: Path, mode: str, kafka_version: str | None = None, *, port_key: str | None = None
+    tmp: Path,
+    mode: str,
+    kafka_version: str | None = None,
+    *,
+    port_key: str | None = None,
+    brokers: int = 1,
 ) -> Iterator[Testbed]:
     key = port_key or (f"{mode}@{kafka_version}" if kafka_version else mode)
     base = int(os.environ.get("KAFKA_HEALTH_TEST_PORT", "29092")) + PORT_OFFSET[key]
     tb = Testbed(tmp)
-    tb.up(1, base, security_mode=mode, kafka_version=kafka_version)
-    try:
+    try:  # a start-up that fails half-way (a port taken) leaves no broker running either
+        tb.up(brokers, base, security_mode=mode, kafka_version=kafka_version)
         yield tb
     finally:
         tb.down(purge=True)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kafka_health.models.policy import KafkaHealthPolicy, Mode
+from kafka_health.models.policy import BrokerIdSource, KafkaHealthPolicy, Mode
 from tests.ship import chart
 from tests.ship.chart import REPO
 
@@ -26,6 +26,7 @@ def test_the_common_cases_have_examples() -> None:
         "nightly-leader-election.yaml",
         "rolling-restart-request.yaml",
         "offset-reset-after-restore.yaml",
+        "strimzi-policy.yaml",
     }
 
 
@@ -62,6 +63,19 @@ def test_examples_do_what_their_names_say() -> None:
     (request,) = reset.remediation.offset_resets.requests or []
     assert request.strategy == "toDatetime"
     assert reset.remediation.require_approval
+
+    # Strimzi's pods: every pod of cluster my-cluster with the broker role, id from the name's end
+    # (tests/compat/test_kafka39.py rolls pods named and labelled that way with this selector).
+    strimzi = spec("strimzi-policy.yaml")
+    pods = strimzi.cluster.broker_pods
+    assert pods is not None and pods.pod_selector is not None and pods.stateful_set is None
+    assert pods.pod_selector.match_labels == {
+        "strimzi.io/cluster": "my-cluster",
+        "strimzi.io/broker-role": "true",
+    }
+    assert pods.broker_id.source is BrokerIdSource.ORDINAL and pods.broker_id.ordinal_offset == 0
+    assert strimzi.remediation.require_approval
+    assert not strimzi.remediation.rolling_restart.require_maintenance_window  # runs once approved
 
 
 @pytest.mark.k8s

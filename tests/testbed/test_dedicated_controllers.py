@@ -1,6 +1,7 @@
 """`testbed up --controllers 3`: dedicated KRaft controllers beside broker-only nodes, with the
-authorizer (SASL_SSL); the collector reads controller-only voters as Kafka's own tool does, and a
-stopped active controller hands the quorum over and rejoins."""
+authorizer (SASL_SSL); the collector reads controller-only voters as Kafka's own tool does, a
+stopped active controller hands the quorum over and rejoins, and the diagnosis reports a stopped
+controller-only voter (and no broker for it)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from kafka_health.cli.kafka_options import connection
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.collect.results import Timeouts
 from kafka_health.collect.snapshot import collect_snapshot
-from kafka_health.models.snapshot import Quorum
+from kafka_health.diagnose import run_diagnosis
+from kafka_health.models.findings import Diagnosis, Severity
+from kafka_health.models.snapshot import ClusterSnapshot, Quorum
 from kafka_health.testbed.cluster import CONTROLLER_ID_BASE, Testbed
 from tests.secured.helpers import PORT_OFFSET
 
@@ -35,12 +38,15 @@ def dedicated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
         tb.down(purge=True)
 
 
-def read_quorum(tb: Testbed) -> Quorum | None:
+def snapshot_of(tb: Testbed, *, safety_only: bool = True) -> ClusterSnapshot:
     props = tb.client_properties()
     assert props is not None
     with KafkaAdmin(connection(tb.require().bootstrap_servers, props), timeouts=Timeouts(6, 6)) as admin:
-        snap = collect_snapshot(admin, "dedicated", lambda: datetime.now(UTC), safety_only=True)
-    return snap.quorum
+        return collect_snapshot(admin, "dedicated", lambda: datetime.now(UTC), safety_only=safety_only)
+
+
+def read_quorum(tb: Testbed) -> Quorum | None:
+    return snapshot_of(tb).quorum
 
 
 def quorum(tb: Testbed) -> Quorum:
@@ -88,3 +94,48 @@ def test_stopped_active_controller_hands_over_and_rejoins(dedicated: Testbed) ->
         what="every voter caught up",
     )
     assert {v.id for v in rejoined.voters} == VOTERS
+
+
+@pytest.mark.spark
+def test_stopped_controller_voter_is_diagnosed_as_lagging_not_as_a_missing_broker(dedicated: Testbed) -> None:
+    from kafka_health_spark.session import get_session
+    from kafka_health_spark.thresholds import Thresholds
+
+    spark = get_session(master="local[2]", shuffle_partitions=4, driver_memory="1g")
+    thresholds = Thresholds().with_overrides({"quorum_caught_up_seconds": 3})
+
+    def diagnose() -> Diagnosis:
+        return run_diagnosis(snapshot_of(dedicated, safety_only=False), None, thresholds, spark)
+
+    healthy = diagnose()
+    assert [f.check for f in healthy.findings if f.check.startswith("quorum")] == []
+
+    leader = quorum(dedicated).leader_id
+    stopped = min(VOTERS - {leader})  # a follower: the quorum keeps its leader
+    dedicated.stop(stopped)
+    try:
+        found = wait_for(
+            lambda: (lambda d: d if any(f.check == "quorum_voter_lagging" for f in d.findings) else None)(
+                diagnose()
+            ),
+            timeout=60,
+            interval=2,
+            what=f"controller {stopped} reported as lagging",
+        )
+    finally:
+        dedicated.start(stopped)
+    lagging = [f for f in found.findings if f.check == "quorum_voter_lagging"]
+    assert [(f.subject.broker, f.severity) for f in lagging] == [(stopped, Severity.WARNING)]  # 2 of 3 remain
+    assert (
+        f"Controller voter {stopped} " in lagging[0].message
+        and "2 of 3 voters caught up" in lagging[0].message
+    )
+    assert lagging[0].evidence["caught_up_voters"] == 2
+    assert not [f for f in found.findings if f.check in ("quorum_no_leader", "broker_missing")]
+    # Back and caught up (read cheaply from the quorum): the finding clears.
+    wait_for(
+        lambda: (lambda q: q is not None and all(v.lag == 0 for v in q.voters))(read_quorum(dedicated)),
+        timeout=90,
+        what=f"controller {stopped} caught up again",
+    )
+    assert not [f for f in diagnose().findings if f.check.startswith("quorum")]

@@ -144,3 +144,20 @@ def test_offset_commit_refused_on_the_topic_names_read_on_that_topic() -> None:
 
 def test_other_errors_are_not_authorization() -> None:
     assert authorization_denied("quorum", "KafkaTimeoutError: timed out") is None
+
+
+def test_bad_ca_and_hostname_mismatch_share_a_text_so_the_message_names_both_fixes() -> None:
+    """librdkafka 2.16 reports a host name the broker certificate does not name (here `localhost`
+    against a certificate for 127.0.0.1, measured on the SASL_SSL testbed) with the very text of
+    a CA that did not sign it: the message cannot pick one, so it names both settings."""
+    hostname = ("_SSL", BAD_CA[1].replace("127.0.0.1", "localhost"))
+    for errors in ([BAD_CA], [hostname]):
+        found = classify_connection_errors(errors)
+        assert found is not None and found.kind is Kind.TLS
+        for setting in (
+            "spec.cluster.security.tls.ca",
+            "ssl.truststore.location",
+            "spec.cluster.security.tls.verifyHostname",
+            "ssl.endpoint.identification.algorithm",
+        ):
+            assert setting in found.message

@@ -4,7 +4,8 @@ collect (Kafka admin) → optionally append to a history → Spark checks → ta
 Exit codes: 0 healthy, 1 warnings, 4 critical; 2 a usage error (click's: unknown option, bad
 option value, conflicting options); 3 the command could not run (unreadable snapshot file,
 Spark failure, or the cluster refused the client's security settings: authentication failed, TLS
-handshake failed, security protocol mismatch; stderr names the setting to fix). An unreachable
+handshake failed, security protocol mismatch; stderr names the setting to fix; a ZooKeeper-mode
+cluster, which is not supported). An unreachable
 cluster is a critical finding (4), not a failure of the command.
 """
 
@@ -132,7 +133,7 @@ def diagnose(
 
     Exit codes: 0 healthy, 1 warnings, 4 critical (an unreachable cluster is critical);
     2 usage error; 3 the command could not run (unreadable snapshot, Spark failure, the cluster
-    refused the security settings: authentication, TLS, protocol).
+    refused the security settings: authentication, TLS, protocol; a ZooKeeper-mode cluster).
     """
     if (bootstrap_servers is None) == (snapshot_file is None):
         raise typer.BadParameter(
@@ -171,6 +172,11 @@ def diagnose(
         refused = next((m.reason for m in snapshot.missing if m.part == "metadata"), "")
         if security_errors.kind_of(refused) is not None:  # a setting to fix, not a cluster's health
             raise _fail(f"cannot read {bootstrap_servers}: {refused}")
+    from kafka_health.collect.results import ZOOKEEPER_MODE
+    from kafka_health.collect.snapshot import zookeeper_mode
+
+    if zookeeper_mode(snapshot):  # KRaft only: refused, not half diagnosed
+        raise _fail(f"cannot diagnose {snapshot.cluster}: {ZOOKEEPER_MODE}")
     if save_snapshot is not None:
         save_snapshot.write_text(snapshot.model_dump_json(indent=2))
     if history is not None and record and snapshot.reachable:

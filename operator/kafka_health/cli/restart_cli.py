@@ -1,9 +1,17 @@
 """`kafka-health restart`: a standalone rolling restart with the operator's rules, dry-run by default.
 
-Dry run: the order (KRaft voters after the others, the active controller last) and, per
-broker, the live verdict of the restart safety rules as the cluster is NOW, with the
-partitions that block it and those skipped because RF <= min.insync.replicas. The rules are
-re-checked live before each broker when the roll runs.
+Dry run: the order and why each node stands there (dedicated controllers first: followers
+by id, the active controller last of them; then the brokers: non-voters, combined voters, the
+active combined controller last) and, per node, the live verdict of the restart safety rules
+as the cluster is NOW, with the partitions that block it and those skipped because RF <=
+min.insync.replicas. The rules are re-checked live before each node when the roll runs.
+`--output json` prints the same plan as one JSON object.
+
+Dedicated controllers (KRaft voters that are not brokers) are in the roll when their pods are
+given (--controller-statefulset or --controller-selector): they hold no partitions, so only the
+quorum gate (without the candidate, the other caught-up voters remain a majority of all voters)
+and one-at-a-time apply to them; after each, the roll waits for it to be back in the quorum and
+caught up before the next.
 
 --execute: the roll, one broker at a time: delete its pod (uid precondition), wait for a new
 Ready pod, the broker registered again and 0 under-replicated partitions (each with a
@@ -22,11 +30,13 @@ holder of the cluster's Lease, or (dry run) the first broker may not restart now
 from __future__ import annotations
 
 import getpass
+import json
 import socket
 import sys
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -46,6 +56,11 @@ if TYPE_CHECKING:
     from kafka_health.k8s.client import K8s
 
 FAILED = 3
+
+
+class Output(StrEnum):
+    table = "table"
+    json = "json"
 
 
 def _fail(message: str) -> typer.Exit:
@@ -69,12 +84,12 @@ def _parse_brokers(text: str | None) -> list[int] | None:
     return ids
 
 
-def _parse_selector(text: str) -> dict[str, str]:
+def _parse_selector(text: str, option: str = "--selector") -> dict[str, str]:
     labels: dict[str, str] = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
-            raise _fail(f"--selector {text!r}: use key=value[,key=value...]")
+            raise _fail(f"{option} {text!r}: use key=value[,key=value...]")
         labels[key.strip()] = value.strip()
     return labels
 
@@ -102,8 +117,33 @@ def restart(
         typer.Option(help="Pod label holding the broker id (default: the pod name's ordinal)."),
     ] = None,
     ordinal_offset: Annotated[int, typer.Option(help="Added to the pod ordinal to get the broker id.")] = 0,
+    controller_statefulset: Annotated[
+        str | None,
+        typer.Option(
+            "--controller-statefulset",
+            help="The dedicated KRaft controllers' StatefulSet: puts them in the roll (first).",
+        ),
+    ] = None,
+    controller_selector: Annotated[
+        str | None,
+        typer.Option(
+            "--controller-selector", help="Label selector of the dedicated controllers' pods: k=v[,k=v]."
+        ),
+    ] = None,
+    controller_id_label: Annotated[
+        str | None,
+        typer.Option(help="Pod label holding a controller's node id (default: the pod name's ordinal)."),
+    ] = None,
+    controller_ordinal_offset: Annotated[
+        int, typer.Option(help="Added to a controller pod's ordinal to get its node id.")
+    ] = 0,
     brokers: Annotated[
-        str | None, typer.Option("--brokers", help="Broker ids to restart, e.g. 0,1,2 (default: all).")
+        str | None,
+        typer.Option(
+            "--brokers",
+            help="Node ids to restart, e.g. 0,1,2 (default: all brokers, and the dedicated controllers "
+            "when their pods are given).",
+        ),
     ] = None,
     pause: Annotated[str, typer.Option("--pause", help="Pause between brokers (Go duration).")] = "30s",
     pod_ready: Annotated[str, typer.Option(help="Timeout for the new pod to be Ready.")] = "10m",
@@ -133,6 +173,9 @@ def restart(
             "the roll takes no lock.",
         ),
     ] = None,
+    output: Annotated[
+        Output, typer.Option("--output", "-o", help="Dry run plan as table or json.")
+    ] = Output.table,
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
 ) -> None:
@@ -145,6 +188,10 @@ def restart(
     quiet.start(verbose, log_file)
     if (statefulset is None) == (selector is None):
         raise _fail("give exactly one of --statefulset or --selector")
+    if controller_statefulset is not None and controller_selector is not None:
+        raise _fail("give at most one of --controller-statefulset or --controller-selector")
+    if output is Output.json and execute:
+        raise _fail("--output json is for the dry run (the plan); --execute prints progress")
     ids = _parse_brokers(brokers)
     try:
         pause_delta = parse_duration(pause)
@@ -162,16 +209,36 @@ def restart(
             pod_selector=PodSelector(match_labels=_parse_selector(selector)) if selector else None,
             broker_id=mapping,
         )
+        controller_spec = None
+        if controller_statefulset is not None or controller_selector is not None:
+            controller_spec = BrokerPods(
+                namespace=namespace,
+                stateful_set=controller_statefulset,
+                pod_selector=PodSelector(
+                    match_labels=_parse_selector(controller_selector, "--controller-selector")
+                )
+                if controller_selector
+                else None,
+                broker_id=BrokerIdMapping(source=BrokerIdSource.LABEL, label=controller_id_label)
+                if controller_id_label
+                else BrokerIdMapping(source=BrokerIdSource.ORDINAL, ordinal_offset=controller_ordinal_offset),
+            )
     except ValueError as exc:
         raise _fail(str(exc)) from None
 
     from kafka_health.collect.kafka_admin import KafkaAdmin
-    from kafka_health.collect.snapshot import collect_snapshot
+    from kafka_health.collect.results import ZOOKEEPER_MODE
+    from kafka_health.collect.snapshot import collect_snapshot, zookeeper_mode
     from kafka_health.controller.cluster_lease import LeaseLost
     from kafka_health.k8s.client import K8s, K8sError, load_config
-    from kafka_health.plan.restart_safety import check_restart_safety, order_brokers
-    from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods
-    from kafka_health.remediate.rolling_restart import BrokerRestartOutcome, pods_one_at_a_time, run_roll
+    from kafka_health.plan.restart_safety import check_restart_safety, controller_only_nodes, roll_plan
+    from kafka_health.remediate.broker_pods import BrokerPodsError
+    from kafka_health.remediate.rolling_restart import (
+        BrokerRestartOutcome,
+        find_node_pods,
+        pods_one_at_a_time,
+        run_roll,
+    )
 
     try:
         k8s = K8s(load_config(kubeconfig))
@@ -184,53 +251,97 @@ def restart(
             # A security refusal (authentication, TLS, protocol) is a setting to fix, not an outage.
             what = "refused the connection" if security_errors.kind_of(reason) else "unreachable"
             raise _fail(f"cluster {bootstrap_servers} {what}: {reason}")
+        if zookeeper_mode(snapshot):
+            raise _fail(f"cannot roll {bootstrap_servers}: {ZOOKEEPER_MODE}")
+        controllers = sorted(controller_only_nodes(snapshot))
         known = sorted(b.id for b in snapshot.brokers)
-        wanted = ids if ids is not None else known
-        unknown = [b for b in wanted if b not in known]
+        default = known + (controllers if controller_spec is not None else [])
+        wanted = ids if ids is not None else default
+        unknown = [b for b in wanted if b not in known and b not in controllers]
         if unknown:
-            raise _fail(f"broker(s) {', '.join(map(str, unknown))} not in the cluster (known: {known})")
+            raise _fail(
+                f"node(s) {', '.join(map(str, unknown))} not in the cluster "
+                f"(brokers: {known}; dedicated controllers: {controllers})"
+            )
+        if controller_spec is None and any(b in controllers for b in wanted):
+            raise _fail(
+                "dedicated controller(s) in --brokers: give their pods with --controller-statefulset "
+                "or --controller-selector"
+            )
         try:
-            pods = find_broker_pods(k8s, spec, namespace)
+            pods = find_node_pods(k8s, spec, controller_spec, namespace)
         except (BrokerPodsError, K8sError) as exc:
             raise _fail(str(exc)) from None
         no_pod = [b for b in wanted if b not in pods]
         if no_pod:
-            raise _fail(f"no pod found for broker(s) {', '.join(map(str, no_pod))}")
+            raise _fail(f"no pod found for node(s) {', '.join(map(str, no_pod))}")
 
-        order = order_brokers(snapshot, wanted)
-        leader = snapshot.quorum.leader_id if snapshot.quorum else None
+        plan = roll_plan(snapshot, wanted)
+        order = [slot.node for slot in plan]
+        rows: list[dict[str, Any]] = []
+        for i, slot in enumerate(plan):
+            safety = pods_one_at_a_time(check_restart_safety(snapshot, slot.node, remaining=order[i:]), pods)
+            pod = pods[slot.node].pod
+            rows.append(
+                {
+                    "node": slot.node,
+                    "role": slot.role,
+                    "why": slot.why,
+                    "pod": pod.name,
+                    "ready": pod.ready,
+                    "safeNow": safety.safe,
+                    "blockers": [b.model_dump(mode="json") for b in safety.blockers],
+                    "skipped": [f"{x.topic}-{x.partition}" for x in safety.skipped],
+                }
+            )
+        first_safe = bool(rows) and bool(rows[0]["safeNow"])
+        if output is Output.json and not execute:
+            doc = {
+                "cluster": bootstrap_servers,
+                "mode": "dryRun",
+                "quorumLeader": snapshot.quorum.leader_id if snapshot.quorum else None,
+                "order": order,
+                "nodes": rows,
+                "afterEach": {
+                    "podReady": pod_ready,
+                    "brokerRegistered": broker_registered,
+                    "urpZero": urp_zero,
+                    "pause": pause,
+                    "controller": "back in the quorum, caught up (lag <= 100 records) since its new pod was Ready",
+                },
+                "electAfter": elect,
+            }
+            typer.echo(json.dumps(doc, indent=2))
+            raise typer.Exit(0 if first_safe else 1)
         mode = "EXECUTE" if execute else "DRY RUN (add --execute to restart)"
         typer.echo(f"Rolling restart of {bootstrap_servers} — {mode}")
-        typer.echo(f"Order: {', '.join(map(str, order))} (non-voters, then voters, active controller last)")
         typer.echo(
-            f"After each: pod Ready ({pod_ready}), broker registered ({broker_registered}), "
-            f"URP 0 ({urp_zero}); pause {pause}; then "
+            f"Order: {', '.join(map(str, order))} (dedicated controllers first, the active one last of them; "
+            "then brokers: non-voters, voters, the active controller last)"
+        )
+        typer.echo(
+            f"After each: pod Ready ({pod_ready}), broker registered ({broker_registered}; a controller: back "
+            f"in the quorum and caught up), URP 0 ({urp_zero}); pause {pause}; then "
             + ("preferred leader election for the restarted brokers" if elect else "no election")
         )
         typer.echo("")
-        typer.echo(f"{'BROKER':<8}{'POD':<28}{'READY':<7}{'ROLE':<12}VERDICT NOW")
-        first_safe = True
-        for i, b in enumerate(order):
-            safety = pods_one_at_a_time(check_restart_safety(snapshot, b, remaining=order[i:]), pods)
-            if i == 0:
-                first_safe = safety.safe
-            pod = pods[b].pod
-            voters = {v.id for v in snapshot.quorum.voters} if snapshot.quorum else set()
-            role = "controller" if b == leader else "voter" if b in voters else "broker"
-            verdict = "safe" if safety.safe else "BLOCKED"
-            typer.echo(f"{b:<8}{pod.name:<28}{pod.ready!s:<7}{role:<12}{verdict}")
-            for blocker in safety.blockers:
-                more = f": {', '.join(blocker.partitions)}" if blocker.partitions else ""
-                typer.echo(f"        - {blocker.rule}: {blocker.message}{more}")
-            if safety.skipped:
-                names = ", ".join(f"{s.topic}-{s.partition}" for s in safety.skipped[:20])
+        typer.echo(f"{'NODE':<8}{'POD':<28}{'READY':<7}{'ROLE':<19}VERDICT NOW")
+        for row in rows:
+            verdict = "safe" if row["safeNow"] else "BLOCKED"
+            typer.echo(f"{row['node']:<8}{row['pod']:<28}{row['ready']!s:<7}{row['role']:<19}{verdict}")
+            typer.echo(f"        why here: {row['why']}")
+            for blocker in row["blockers"]:
+                more = f": {', '.join(blocker['partitions'])}" if blocker["partitions"] else ""
+                typer.echo(f"        - {blocker['rule']}: {blocker['message']}{more}")
+            if row["skipped"]:
+                names = ", ".join(row["skipped"][:20])
                 typer.echo(
                     f"        - skipped (RF <= min.insync.replicas, unavailable to acks=all while it "
-                    f"restarts): {len(safety.skipped)}: {names}"
+                    f"restarts): {len(row['skipped'])}: {names}"
                 )
         typer.echo("")
         typer.echo(
-            "(Verdicts are for the cluster as it is now; each is re-checked live right before its broker.)"
+            "(Verdicts are for the cluster as it is now; each is re-checked live right before its node.)"
         )
         if not execute:
             raise typer.Exit(0 if first_safe else 1)
@@ -261,6 +372,7 @@ def restart(
                 ),
                 on_broker=progress,
                 guard=lease.ensure if lease is not None else lambda: None,
+                controller_pods=controller_spec,
             )
         except LeaseLost as exc:
             typer.secho(

@@ -45,6 +45,7 @@ from kafka_health.collect import logs, parse, security_errors
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.kafka_python import KafkaPython
 from kafka_health.collect.results import (
+    ZOOKEEPER_MODE,
     AdminCallError,
     BrokerRegistration,
     ClusterMetadata,
@@ -60,6 +61,22 @@ from kafka_health.models.snapshot import Broker, GroupOffset, LogDir, Partition,
 __all__ = ["AdminCalls"]
 
 T = TypeVar("T")
+
+
+_DESCRIBE_QUORUM_API_KEY = 55
+
+
+def _describe_metadata_quorum(kp: Any) -> Any:
+    """kafka-python's DescribeQuorum; None when the broker's ApiVersions does not list that API
+    at all (a ZooKeeper-mode broker; kafka-python checks ApiVersions before sending)."""
+    from kafka.errors import IncompatibleBrokerVersion
+
+    try:
+        return kp.describe_metadata_quorum()
+    except IncompatibleBrokerVersion:
+        if _DESCRIBE_QUORUM_API_KEY in {int(key) for key in kp.api_versions()}:
+            raise  # listed, only no version in common: not the ZooKeeper case
+        return None
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
@@ -444,7 +461,9 @@ class AdminCalls:
     def describe_quorum(self) -> Quorum:
         """The KRaft metadata quorum: leader (the active controller), epoch, HW, voters' lag."""
         budget = self.timeouts.metadata + self.timeouts.request
-        raw = self._kp.call("describe_metadata_quorum", lambda kp: kp.describe_metadata_quorum(), budget)
+        raw = self._kp.call("describe_metadata_quorum", _describe_metadata_quorum, budget)
+        if raw is None:
+            raise AdminCallError("describe_metadata_quorum", ZOOKEEPER_MODE)
         try:
             return parse.quorum(raw)
         except (KeyError, IndexError, ValueError) as exc:

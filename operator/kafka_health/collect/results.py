@@ -14,6 +14,15 @@ V = TypeVar("V")
 TopicPartitionKey = tuple[str, int]
 
 
+ZOOKEEPER_MODE = (
+    "the brokers do not serve DescribeQuorum (the KRaft metadata quorum API): a ZooKeeper-mode "
+    "cluster (or a KRaft one older than Kafka 3.3); kafka-health supports KRaft clusters only "
+    "(tested: Kafka 3.9 and 4.1)"
+)
+"""The reason of the `quorum` part when no broker knows the quorum API: the one sign of a
+ZooKeeper-mode cluster that the operator and the CLI refuse (`collect.snapshot.zookeeper_mode`)."""
+
+
 class AdminCallError(RuntimeError):
     """A whole admin call failed or timed out. The message never contains secrets."""
 

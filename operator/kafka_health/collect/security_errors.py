@@ -8,7 +8,10 @@ Pure functions, no client library imported. Two sources:
   a TLS client on a PLAINTEXT listener, which librdkafka recognises, and the broker's TLS alert
   refusing a missing or untrusted client certificate under mTLS). The code decides the
   kind; the text only refines it (which of the SASL or TLS cases it is), and is kept, secrets
-  redacted, as the detail.
+  redacted, as the detail. A CA that did not sign the broker certificate and a host name the
+  certificate does not name cannot be told apart: librdkafka reports both as `certificate verify
+  failed: broker certificate could not be verified, verify that ssl.ca.location …` (it leaves out
+  OpenSSL's verify result), so that message names both fixes (`_TLS_CA_FIX`).
 - per-call errors: Kafka's `*_AUTHORIZATION_FAILED` codes (`TOPIC_AUTHORIZATION_FAILED`,
   kafka-python's `ClusterAuthorizationFailedError`, …) on a part of a snapshot, turned into
   the operation and resource the principal lacks.

@@ -24,6 +24,7 @@ from kafka_health.collect.kafka_admin import (
     KafkaAdmin,
     TopicPartitionKey,
 )
+from kafka_health.collect.results import ZOOKEEPER_MODE
 from kafka_health.models.snapshot import (
     Broker,
     ClusterSnapshot,
@@ -99,6 +100,13 @@ def collect_snapshot(
         if denied is not None:
             m.reason = denied
     return snap
+
+
+def zookeeper_mode(snapshot: ClusterSnapshot) -> bool:
+    """The brokers answered but know no KRaft quorum API: a ZooKeeper-mode cluster, which the
+    operator (`KafkaZooKeeperModeUnsupported`) and the CLI (exit 3) refuse rather than diagnose
+    or act on half a picture."""
+    return any(m.part == "quorum" and m.reason == ZOOKEEPER_MODE for m in snapshot.missing)
 
 
 def _nothing() -> Part[list[Any]]:

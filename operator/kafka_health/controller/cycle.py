@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from kafka_health.collect import security_errors
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
-from kafka_health.collect.snapshot import collect_snapshot
+from kafka_health.collect.results import ZOOKEEPER_MODE
+from kafka_health.collect.snapshot import collect_snapshot, zookeeper_mode
 from kafka_health.controller.cluster_lease import LeaseLost, read_lock
 from kafka_health.controller.credentials import CredentialsError, connection_for
 from kafka_health.controller.roll_driver import Stopped
@@ -178,6 +179,13 @@ class PolicyWorker:
                         :1000
                     ],
                 ),
+            )
+        if zookeeper_mode(snapshot):
+            return CycleOutcome(
+                problem=Problem(
+                    ProblemReason.KAFKA_ZOOKEEPER_MODE_UNSUPPORTED,
+                    redact(f"{conn.bootstrap_servers}: {ZOOKEEPER_MODE}", self.secrets)[:1000],
+                )
             )
         denied = [
             f"{m.part}: {m.reason}"

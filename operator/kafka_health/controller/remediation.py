@@ -38,7 +38,7 @@ from kafka_health.models.policy import (
     WithheldReason,
     append_history,
 )
-from kafka_health.models.reasons import EventReason
+from kafka_health.models.reasons import DegradedReason, EventReason
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan import (
     ClusterLock,
@@ -303,13 +303,18 @@ def _elect(
         ),
     )
     out.current_remediation = None
-    out.remediation_summary = outcome.summary()[:256]
     ok = outcome.succeeded
-    ctx.on_event(
-        "Normal" if ok else "Warning",
-        EventReason.ELECTION_SUCCEEDED if ok else EventReason.ELECTION_FAILED,
-        outcome.summary(),
-    )
+    denied = None if ok else outcome.denied()
+    if denied is not None:  # a missing ACL (ALTER on CLUSTER): what to grant, not just "failed"
+        out.remediation_summary = denied[:256]
+        ctx.on_event("Warning", DegradedReason.KAFKA_AUTHORIZATION_DENIED, f"{outcome.summary()}; {denied}")
+    else:
+        out.remediation_summary = outcome.summary()[:256]
+        ctx.on_event(
+            "Normal" if ok else "Warning",
+            EventReason.ELECTION_SUCCEEDED if ok else EventReason.ELECTION_FAILED,
+            outcome.summary(),
+        )
     metrics.count_remediation(
         policy.namespace, policy.name, action.action.value, "succeeded" if ok else "failed"
     )

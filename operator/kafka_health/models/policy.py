@@ -481,14 +481,15 @@ class BrokerIdMapping(_Model):
 
     source: BrokerIdSource = Field(
         BrokerIdSource.ORDINAL,
-        description="Ordinal: broker id = the pod's StatefulSet ordinal + ordinalOffset. "
+        description="Ordinal: broker id = the number that ends the pod name + ordinalOffset (a "
+        "StatefulSet's ordinal, kafka-3; the node id of a Strimzi pod, <cluster>-<pool>-<id>). "
         "Label: broker id = the value of the pod label named by `label`.",
     )
     ordinal_offset: int = Field(
         0,
         ge=0,
         le=INT32_MAX,
-        description="Added to the pod ordinal to get the broker id (source Ordinal).",
+        description="Added to the number that ends the pod name to get the broker id (source Ordinal).",
     )
     label: LabelKey | None = Field(None, description="Pod label whose value is the broker id (source Label).")
 

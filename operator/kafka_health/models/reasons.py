@@ -33,6 +33,8 @@ class ProblemReason(StrEnum):
     """TLS failed: a CA that did not sign the broker certificate, a host name it does not name, a refused client certificate."""
     KAFKA_SECURITY_PROTOCOL_MISMATCH = "KafkaSecurityProtocolMismatch"
     """The client's security.protocol is not the listener's (SASL or TLS to a listener that does not speak it)."""
+    KAFKA_ZOOKEEPER_MODE_UNSUPPORTED = "KafkaZooKeeperModeUnsupported"
+    """The brokers do not serve the KRaft quorum API (DescribeQuorum): a ZooKeeper-mode cluster; KRaft only."""
     SECRET_NOT_FOUND = "SecretNotFound"  # noqa: S105 (a reason, not a secret)
     SECRET_UNREADABLE = "SecretUnreadable"  # noqa: S105 (a reason, not a secret)
     INVALID_SPEC = "InvalidSpec"

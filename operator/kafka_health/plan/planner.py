@@ -62,6 +62,7 @@ from kafka_health.plan.restart_safety import (
     MAX_LISTED,
     RestartSafety,
     check_restart_safety,
+    describe_order,
     never_safe_partitions,
     order_brokers,
 )
@@ -253,7 +254,8 @@ def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> _Can
     order, safety = _next_broker_safety(ctx, snapshot, brokers, holds)
     rr = ctx.spec.remediation.rolling_restart
     details = [
-        f"order: {', '.join(map(str, order))} (one at a time; KRaft voters after the others, active controller last)",
+        f"order: {describe_order(snapshot, order)} (one at a time; dedicated controllers first, the "
+        "active one last of them; then brokers: non-voters, combined voters, the active controller last)",
         f"after each: pod Ready ({rr.timeouts.pod_ready}), broker registered ({rr.timeouts.broker_registered}), "
         f"under-replicated partitions 0 ({rr.timeouts.urp_zero}); pause {rr.pause_between_brokers}",
     ]

@@ -5,20 +5,26 @@
    (ISR == minISR and the candidate is in the ISR). Partitions whose RF <= minISR can never
    roll safely: they are skipped by this rule and reported (`skipped`).
 3. KRaft quorum: the other caught-up voters still form a majority of all voters; the active
-   controller goes last.
+   controller goes last (of the dedicated controllers when it is one, else of the whole roll).
 4. One broker at a time: every other broker is registered.
 A rule that cannot be evaluated (min.insync.replicas or the quorum unknown) blocks: unknown
 is not safe.
+
+Dedicated (controller-only) KRaft nodes are the voters that are not registered brokers. They
+hold no partitions: rules 1 and 2 do not apply to them, rules 3 and 4 do. The roll restarts
+them first (`order_brokers`): follower controllers by id, the active controller last among
+them; then the brokers (non-voters, combined voters, the active combined controller last).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kafka_health.models.reasons import BlockerRule
-from kafka_health.models.snapshot import ClusterSnapshot, Partition, QuorumVoter
+from kafka_health.models.snapshot import ClusterSnapshot, Partition, Quorum, QuorumVoter
 
 MAX_LISTED = 20
 
@@ -102,9 +108,11 @@ def check_restart_safety(
     blockers: list[Blocker] = []
     skipped: list[SkippedPartition] = []
     brokers = {b.id: b for b in snapshot.brokers}
+    controllers = controller_only_nodes(snapshot)
+    dedicated = broker in controllers
 
     # Rule 4 (one broker at a time) first: it explains most of what follows when violated.
-    if broker not in brokers:
+    if broker not in brokers and not dedicated:
         blockers.append(
             Blocker(
                 rule=BlockerRule.UNKNOWN_BROKER, message=f"broker {broker} is not in the cluster metadata"
@@ -119,9 +127,11 @@ def check_restart_safety(
             )
         )
 
-    # Rule 1: cluster-wide URP = 0 and no offline partition.
-    offline = [p for p in snapshot.partitions if p.leader is None]
-    urp = [p for p in snapshot.partitions if len(p.isr) < len(p.replicas)]
+    # Rule 1: cluster-wide URP = 0 and no offline partition (not for a controller-only node:
+    # it holds no partition, so its restart changes no ISR).
+    partitions = [] if dedicated else snapshot.partitions
+    offline = [p for p in partitions if p.leader is None]
+    urp = [p for p in partitions if len(p.isr) < len(p.replicas)]
     _block_on(blockers, BlockerRule.OFFLINE, offline, f"{len(offline)} offline partition(s)")
     _block_on(
         blockers,
@@ -135,7 +145,7 @@ def check_restart_safety(
     unknown: list[Partition] = []
     below: list[Partition] = []
     at_min_in_isr: list[Partition] = []
-    for p in snapshot.partitions:
+    for p in partitions:
         if broker not in p.replicas:
             continue
         m = min_isr.get(p.topic)
@@ -197,11 +207,16 @@ def check_restart_safety(
                         f"would remain; a majority needs {majority}",
                     )
                 )
-        if broker == quorum.leader_id and any(b != broker for b in remaining):
+        # The active controller goes last: of the dedicated controllers when it is one (the
+        # brokers come after them), else of the whole roll.
+        before = [b for b in remaining if b != broker and (not dedicated or b in controllers)]
+        if broker == quorum.leader_id and before:
             blockers.append(
                 Blocker(
                     rule=BlockerRule.CONTROLLER_LAST,
-                    message=f"broker {broker} is the active controller: it goes last",
+                    message=f"{'controller' if dedicated else 'broker'} {broker} is the active controller: "
+                    f"it goes last{' of the controllers' if dedicated else ''} "
+                    f"(still to restart first: {', '.join(map(str, sorted(before)))})",
                 )
             )
 
@@ -238,14 +253,97 @@ def never_safe_partitions(snapshot: ClusterSnapshot, brokers: Collection[int]) -
     return sorted(out, key=lambda s: (s.topic, s.partition))
 
 
-def order_brokers(snapshot: ClusterSnapshot, brokers: Iterable[int]) -> list[int]:
-    """Restart order: brokers that are not KRaft voters, then voters, the active controller last;
-    by id within each group. Recomputed before every broker (the controller can move)."""
+RollRole = Literal["controller", "active controller", "broker", "voter", "active voter"]
+"""Where a node stands in a roll, in restart order: a dedicated (controller-only) follower
+voter; the dedicated active controller; a broker that is not a voter; a combined
+(broker and controller) follower voter; the combined active controller."""
+
+_RANK: dict[RollRole, int] = {
+    "controller": 0,
+    "active controller": 1,
+    "broker": 2,
+    "voter": 3,
+    "active voter": 4,
+}
+
+_WHY: dict[RollRole, str] = {
+    "controller": "dedicated controller, a follower voter: controllers first, by id; "
+    "the quorum gate applies (no partitions, so no URP/ISR rule)",
+    "active controller": "dedicated controller, the active one (quorum leader): last of the controllers, "
+    "so leadership moves once; the quorum gate applies",
+    "broker": "broker, not a voter: after the controllers, by id; URP/ISR rules apply",
+    "voter": "broker and KRaft voter (combined): after the non-voters, by id; URP/ISR rules and the "
+    "quorum gate apply",
+    "active voter": "broker and the active controller (combined): last of all, so leadership moves once; "
+    "URP/ISR rules and the quorum gate apply",
+}
+
+
+class RollSlot(_Model):
+    """One node of a roll's order, and why it stands there."""
+
+    node: int
+    role: RollRole
+    why: str
+
+
+def controller_only_nodes(snapshot: ClusterSnapshot) -> set[int]:
+    """The dedicated KRaft controllers: voters that are not registered brokers (a combined node
+    is registered as a broker even while fenced). Empty when the quorum is unknown."""
+    if snapshot.quorum is None:
+        return set()
+    brokers = {b.id for b in snapshot.brokers}
+    return {v.id for v in snapshot.quorum.voters} - brokers
+
+
+def roll_role(snapshot: ClusterSnapshot, node: int) -> RollRole:
+    """The node's role in a roll (see `RollRole`), as the cluster is in `snapshot`."""
     quorum = snapshot.quorum
     voters = {v.id for v in quorum.voters} if quorum else set()
     leader = quorum.leader_id if quorum else None
+    if node in controller_only_nodes(snapshot):
+        return "active controller" if node == leader else "controller"
+    if node == leader:
+        return "active voter"
+    return "voter" if node in voters else "broker"
+
+
+def order_brokers(snapshot: ClusterSnapshot, brokers: Iterable[int]) -> list[int]:
+    """Restart order: dedicated controllers first (followers by id, the active controller last
+    of them), then the brokers: non-voters, combined voters, the combined active controller
+    last; by id within each group. Recomputed before every node (the controller can move)."""
 
     def rank(b: int) -> tuple[int, int]:
-        return (2 if b == leader else 1 if b in voters else 0, b)
+        return (_RANK[roll_role(snapshot, b)], b)
 
     return sorted(set(brokers), key=rank)
+
+
+def roll_plan(snapshot: ClusterSnapshot, nodes: Iterable[int]) -> list[RollSlot]:
+    """The roll's order with each node's role and why it stands there (the CLI's dry run, the
+    operator's plan)."""
+    out = []
+    for node in order_brokers(snapshot, nodes):
+        role = roll_role(snapshot, node)
+        out.append(RollSlot(node=node, role=role, why=_WHY[role]))
+    return out
+
+
+def describe_order(snapshot: ClusterSnapshot, nodes: Iterable[int]) -> str:
+    """One line: the order with each node's role, e.g. `101 (controller), 100 (active controller), 0 (broker)`."""
+    return ", ".join(f"{s.node} ({s.role})" for s in roll_plan(snapshot, nodes))
+
+
+def voter_rejoined(quorum: Quorum | None, node: int, *, since_ms: int, max_lag: int) -> bool:
+    """A restarted controller is back: the quorum has a leader, `node` is a voter whose lag is
+    known and <= `max_lag`, and it was caught up at or after `since_ms` (epoch ms: when its new
+    pod was seen Ready). The last condition matters: right after a restart the leader still
+    reports the old process's last lag, which is small."""
+    if quorum is None or quorum.leader_id is None:
+        return False
+    if node == quorum.leader_id:
+        return True
+    voter = next((v for v in quorum.voters if v.id == node), None)
+    if voter is None or voter.lag is None or voter.lag > max_lag:
+        return False
+    return voter.last_caught_up_ms is not None and voter.last_caught_up_ms >= since_ms

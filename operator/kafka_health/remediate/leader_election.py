@@ -17,6 +17,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kafka_health.collect import security_errors
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
 from kafka_health.models.policy import ActionOutcome, ActionRecord, ActionType
 from kafka_health.plan.leader_election_plan import ElectionPlan, TopicPartition
@@ -66,6 +67,17 @@ class ElectionOutcome(BaseModel):
         """No call failed and no partition failed (not needed / not available are not failures)."""
         return self.failed_reason is None and self.count(ElectionStatus.FAILED) == 0
 
+    def denied(self) -> str | None:
+        """The ACL the principal lacks when Kafka refused the election for authorization
+        (`authorization denied: the principal lacks ALTER on CLUSTER kafka-cluster (grant it: …)`),
+        from the call's or a partition's error; None otherwise."""
+        texts = [self.failed_reason or ""]
+        texts += [p.message or "" for p in self.partitions if p.status is ElectionStatus.FAILED]
+        return next(
+            (m for t in texts if (m := security_errors.authorization_denied("elect_leaders", t)) is not None),
+            None,
+        )
+
     @property
     def action_outcome(self) -> ActionOutcome:
         return ActionOutcome.SUCCEEDED if self.succeeded else ActionOutcome.FAILED
@@ -95,7 +107,8 @@ class ElectionOutcome(BaseModel):
         breaker_reset: str | None,
         request_id: str | None = None,
     ) -> ActionRecord:
-        """The status.history entry for this run."""
+        """The status.history entry for this run (a missing ACL named after the summary)."""
+        denied = self.denied()
         return ActionRecord(
             action=ActionType.PREFERRED_LEADER_ELECTION,
             id=request_id,
@@ -103,7 +116,7 @@ class ElectionOutcome(BaseModel):
             outcome=self.action_outcome,
             started_at=started_at,
             finished_at=finished_at,
-            message=self.summary()[:1000],
+            message=(self.summary() + (f"; {denied}" if denied else ""))[:1000],
             generation=generation,
             breaker_reset=breaker_reset,
         )

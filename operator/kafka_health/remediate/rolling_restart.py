@@ -14,7 +14,10 @@ resumes at that step (`current`) and never restarts a broker twice:
   that uid as a precondition. On resume the pod is deleted again only
   when that very incarnation still exists and is not terminating.
 - WaitingPodReady: a pod for the broker with ANOTHER uid, Ready.
-- WaitingBrokerRegistered: the broker is in the cluster metadata again (registered, unfenced).
+- WaitingBrokerRegistered: the broker is in the cluster metadata again (registered, unfenced);
+  for a dedicated controller (a KRaft voter that is not a registered broker): back in the
+  quorum, which has a leader, with a lag <= max_voter_lag and caught up since this step began
+  (`voter_rejoined`), so the next controller is not restarted while this one still catches up.
 - WaitingUrpZero: cluster-wide, no under-replicated and no offline partition.
 - Done: `current_broker` cleared, the broker appended to `brokers_done`,
   `last_broker_finished_at` set (the planner's pause between brokers counts from it).
@@ -23,8 +26,11 @@ Each wait has its policy timeout, counted from when its step started (persisted,
 does not grant a fresh timeout). A timeout or a failure returns outcome `failed`: the caller
 halts the roll (Degraded, an Event) and touches no other broker.
 
-`run_roll` loops over the brokers for the CLI, tests and bench: one at a time, in
-`order_brokers` order recomputed before each broker, pausing between brokers, halting on the
+Dedicated controllers' pods are found with `controller_pods` (their own StatefulSet or
+selector); every step above is the same for them.
+
+`run_roll` loops over the nodes for the CLI, tests and bench: one at a time, in
+`order_brokers` order (dedicated controllers first) recomputed before each node, pausing between brokers, halting on the
 first failure, then (optionally) a preferred leader election for the restarted brokers.
 """
 
@@ -53,7 +59,14 @@ from kafka_health.models.policy import (
 )
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan.decision import RestartStep
-from kafka_health.plan.restart_safety import Blocker, RestartSafety, check_restart_safety, order_brokers
+from kafka_health.plan.restart_safety import (
+    Blocker,
+    RestartSafety,
+    check_restart_safety,
+    controller_only_nodes,
+    order_brokers,
+    voter_rejoined,
+)
 from kafka_health.remediate.broker_pods import BrokerPod, BrokerPodsError, find_broker_pods
 from kafka_health.remediate.leader_election import ElectionOutcome
 from kafka_health.remediate.post_roll_election import elect_preferred_for
@@ -136,6 +149,7 @@ def restart_broker(
     max_voter_lag_ms: int = 5_000,
     refuse_never_safe: bool = False,
     guard: Callable[[], None] = lambda: None,
+    controller_pods: BrokerPods | None = None,
 ) -> BrokerRestartOutcome:
     """Restart one broker of a roll, or continue the one in flight.
 
@@ -146,6 +160,7 @@ def restart_broker(
 
     `guard()` runs right before the pod delete (the one step that touches the cluster); it raises
     (the operator's LeaseLost, the roll driver's Stopped) to stop the roll there, nothing half done.
+    `controller_pods`: where the dedicated controllers' pods are (None: no controller in the roll).
     """
     now = clock()
     if current is not None and current.current_broker is not None:
@@ -237,7 +252,7 @@ def restart_broker(
                 refuse_never_safe=refuse_never_safe,
             )
             try:
-                pods = find_broker_pods(k8s, pods_spec, namespace)
+                pods = find_node_pods(k8s, pods_spec, controller_pods, namespace)
             except (BrokerPodsError, K8sError) as exc:  # nothing touched yet: wait, do not fail
                 pods = {}
                 unknown = Blocker(rule="pods_unknown", message=f"the broker pods could not be read: {exc}")
@@ -272,7 +287,7 @@ def restart_broker(
                 at, f"broker {broker}: the pod uid was not recorded; cannot tell whether it was deleted"
             )
         if at is Step.DELETING_POD:
-            pod = _pod_of(k8s, pods_spec, namespace, broker)
+            pod = _pod_of(k8s, pods_spec, controller_pods, namespace, broker)
             if pod is not None and pod.pod.uid == old_uid and not pod.pod.deleting:
                 guard()  # still ours to act (the cluster Lease), right before the delete
                 try:
@@ -293,7 +308,7 @@ def restart_broker(
             deadline = deadline_of(timeouts.pod_ready)
 
             def new_ready() -> str | None:
-                pod = _pod_of(k8s, pods_spec, namespace, broker)
+                pod = _pod_of(k8s, pods_spec, controller_pods, namespace, broker)
                 if pod is not None and pod.pod.uid != old_uid and pod.pod.ready and not pod.pod.deleting:
                     return pod.pod.uid
                 return None
@@ -314,7 +329,14 @@ def restart_broker(
         # -------------------------------------------------------------- WaitingBrokerRegistered
         if at is Step.WAITING_BROKER_REGISTERED:
             deadline = deadline_of(timeouts.broker_registered)
-            if not _wait(lambda: broker_registered(admin, broker), deadline, clock, sleep):
+            since = state.step_started_at or clock()
+            since_ms = int(since.timestamp() * 1000)
+            if not _wait(
+                lambda: node_back(admin, broker, since_ms=since_ms, max_voter_lag=max_voter_lag),
+                deadline,
+                clock,
+                sleep,
+            ):
                 raise _Failed(
                     Step.WAITING_BROKER_REGISTERED,
                     f"broker {broker}: not registered again within {timeouts.broker_registered}",
@@ -399,16 +421,42 @@ def _wait(condition: Callable[[], T | None], deadline: datetime, clock: Clock, s
         sleep(POLL_SECONDS)
 
 
-def _pod_of(k8s: K8s, spec: BrokerPods, namespace: str, broker: int) -> BrokerPod | None:
+def find_node_pods(
+    k8s: K8s, spec: BrokerPods, controller_spec: BrokerPods | None, namespace: str
+) -> dict[int, BrokerPod]:
+    """Node id → pod: the broker pods, and the dedicated controllers' pods when `controller_spec`
+    is given (raises BrokerPodsError when either set has none)."""
+    pods = find_broker_pods(k8s, spec, namespace)
+    if controller_spec is not None:
+        pods = {**find_broker_pods(k8s, controller_spec, namespace), **pods}
+    return pods
+
+
+def _pod_of(
+    k8s: K8s, spec: BrokerPods, controller_spec: BrokerPods | None, namespace: str, broker: int
+) -> BrokerPod | None:
     try:
-        return find_broker_pods(k8s, spec, namespace).get(broker)
+        return find_node_pods(k8s, spec, controller_spec, namespace).get(broker)
     except BrokerPodsError:
-        return None  # no broker pod at all right now (e.g. all being recreated)
+        return None  # no pod at all right now (e.g. all being recreated)
 
 
 def broker_registered(admin: KafkaAdmin, broker: int) -> bool:
     """The broker is in the cluster metadata (KRaft lists only registered, unfenced brokers)."""
     return any(b.id == broker for b in admin.metadata().brokers)
+
+
+def node_back(admin: KafkaAdmin, node: int, *, since_ms: int, max_voter_lag: int) -> bool:
+    """A restarted node is back: a dedicated controller (a voter that is not a registered broker,
+    fenced ones included) has rejoined the quorum caught up since `since_ms` (`voter_rejoined`);
+    a broker is registered and unfenced again (`broker_registered`; a broker's check makes no
+    other call once it is registered)."""
+    if broker_registered(admin, node):
+        return True
+    quorum = admin.describe_quorum()
+    if not any(v.id == node for v in quorum.voters) or node in {b.id for b in admin.describe_cluster()}:
+        return False  # a broker (combined or not) not registered again yet
+    return voter_rejoined(quorum, node, since_ms=since_ms, max_lag=max_voter_lag)
 
 
 def fully_replicated(admin: KafkaAdmin) -> bool:
@@ -485,8 +533,10 @@ def run_roll(
     cluster_name: str = "kafka",
     on_broker: Callable[[BrokerRestartOutcome], None] | None = None,
     guard: Callable[[], None] = lambda: None,
+    controller_pods: BrokerPods | None = None,
 ) -> RollReport:
-    """Restart `brokers` (None: all in the metadata) one at a time; halt on the first failure.
+    """Restart `brokers` (node ids; None: every broker in the metadata, and with
+    `controller_pods` every dedicated controller too) one at a time; halt on the first failure.
     `guard()` runs right before each pod delete and each election batch (the CLI's cluster Lease).
 
     With `current` (a persisted roll), continue it: the broker in flight first, without deleting
@@ -501,6 +551,8 @@ def run_roll(
         done = list(current.brokers_done or [])
     else:
         known = sorted(b.id for b in snapshot.brokers)
+        if controller_pods is not None:
+            known += sorted(controller_only_nodes(snapshot))
         planned = order_brokers(snapshot, brokers if brokers is not None else known)
         done = []
     report = RollReport(
@@ -516,9 +568,10 @@ def run_roll(
         )
         return report
 
-    unknown = [b for b in planned if b not in {x.id for x in snapshot.brokers}]
+    nodes = {x.id for x in snapshot.brokers} | controller_only_nodes(snapshot)
+    unknown = [b for b in planned if b not in nodes]
     if unknown:
-        return finish(RequestState.FAILED, f"broker(s) {', '.join(map(str, unknown))} not in the cluster")
+        return finish(RequestState.FAILED, f"node(s) {', '.join(map(str, unknown))} not in the cluster")
 
     while True:
         step: RestartStep | None = None
@@ -545,6 +598,7 @@ def run_roll(
             plan_id=f"roll-{request_id}",
             cluster_name=cluster_name,
             guard=guard,
+            controller_pods=controller_pods,
         )
         report.outcomes.append(out)
         report.current = out.current

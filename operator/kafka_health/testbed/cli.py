@@ -6,13 +6,16 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kafka_health.testbed import distribution, security
 from kafka_health.testbed.cluster import DEFAULT_BASE_PORT, Testbed, TestbedError
 from kafka_health.testbed.controlplane import ControlPlane, ControlPlaneError
+
+if TYPE_CHECKING:
+    from kafka_health.testbed.podstandin import PodLayout
 
 app = typer.Typer(
     help="A local real Apache Kafka KRaft cluster (and Kubernetes control plane) on 127.0.0.1.",
@@ -32,6 +35,31 @@ def _testbed(state_dir: Path | None) -> Testbed:
 def _fail(exc: Exception) -> None:
     typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
     raise typer.Exit(1)
+
+
+PodLayoutOption = Annotated[
+    str,
+    typer.Option(
+        "--pod-layout",
+        help="How the broker-pod stand-in names its pods: statefulset (StatefulSet `kafka`, pods "
+        "kafka-<id>) or strimzi (Strimzi's node pools: my-cluster-<pool>-<id>, strimzi.io/* labels).",
+    ),
+]
+PodNamespace = Annotated[
+    str | None,
+    typer.Option(
+        "--pod-namespace", help="Namespace of the stand-in's pods (default: kafka; strimzi layout: strimzi)."
+    ),
+]
+
+
+def _layout(kind: str, namespace: str | None) -> PodLayout:
+    from kafka_health.testbed.podstandin import NAMESPACE, STRIMZI_NAMESPACE, PodLayout
+
+    try:
+        return PodLayout(kind, namespace or (STRIMZI_NAMESPACE if kind == "strimzi" else NAMESPACE))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--pod-layout") from None
 
 
 KafkaVersion = Annotated[
@@ -90,6 +118,8 @@ def up(
             help="Also start a Kubernetes control plane (etcd + kube-apiserver) and the broker-pod stand-in.",
         ),
     ] = False,
+    pod_layout: PodLayoutOption = "statefulset",
+    pod_namespace: PodNamespace = None,
     state_dir: StateDir = None,
 ) -> None:
     """Start the cluster (idempotent), wait until every broker serves, print the bootstrap servers.
@@ -99,6 +129,7 @@ def up(
     from kafka_health.testbed.podstandin import StandIn, StandInError
 
     tb = _testbed(state_dir)
+    layout = _layout(pod_layout, pod_namespace)
     if security_mode is not None and security_mode not in security.MODES:
         raise typer.BadParameter(f"one of {', '.join(security.MODES)}", param_hint="--security")
     for warning in ephemeral_port_warnings(base_port):
@@ -115,7 +146,7 @@ def up(
         if k8s:
             cp = ControlPlane(tb.state_dir)
             cp.start()
-            StandIn(tb.state_dir, cp.kubeconfig).start()
+            StandIn(tb.state_dir, cp.kubeconfig, layout).start()
     except (TestbedError, distribution.FetchError, ControlPlaneError, StandInError) as exc:
         _fail(exc)
     typer.echo(state.bootstrap_servers)
@@ -159,6 +190,8 @@ def standin(
     ] = None,
     probe_period: Annotated[float, typer.Option(help="Seconds between pod status probes.")] = 2.0,
     start_timeout: Annotated[float, typer.Option(help="Seconds a restarted broker has to serve.")] = 120.0,
+    pod_layout: PodLayoutOption = "statefulset",
+    pod_namespace: PodNamespace = None,
 ) -> None:
     """Run the broker-pod stand-in in the foreground (`up --k8s` starts it detached)."""
     from kafka_health.testbed.podstandin import run_forever
@@ -169,6 +202,7 @@ def standin(
         kubeconfig or ControlPlane(tb.state_dir).kubeconfig,
         probe_period=probe_period,
         start_timeout=start_timeout,
+        layout=_layout(pod_layout, pod_namespace),
     )
 
 

@@ -24,6 +24,18 @@ fault injection (`kafka-health testbed broker stop 1`) owns that, and the pod ju
 
 `kafka-health testbed up --k8s` starts it detached (`testbed standin`, a hidden subcommand);
 its pid is in `<state dir>/k8s/standin.json`, its log in `<state dir>/logs/standin.log`.
+
+**Strimzi layout** (`testbed up --k8s --pod-layout strimzi`): the pods are named and labelled the
+way Strimzi's Cluster Operator names them for a Kafka cluster `my-cluster` with node pools,
+`<cluster>-<pool>-<node id>` in namespace `strimzi` (`--pod-namespace` changes it): pool
+`dual-role` for combined nodes (`my-cluster-dual-role-0` …), or pools `broker` and `controller`
+with dedicated controllers (`my-cluster-broker-0`, `my-cluster-controller-100` …); labels
+`strimzi.io/cluster`, `strimzi.io/kind=Kafka`, `strimzi.io/name=<cluster>-kafka`,
+`strimzi.io/pool-name`, `strimzi.io/broker-role` and `strimzi.io/controller-role` ("true" or
+"false"), `strimzi.io/pod-name`, `app.kubernetes.io/name=kafka`, and no broker-id label (the
+node id is the name's suffix). Each pod's owner reference names a StrimziPodSet
+`<cluster>-<pool>`; no such object exists (the testbed's API server has no Strimzi CRDs), so
+no set status is kept. The kubelet and controller parts are the same.
 """
 
 from __future__ import annotations
@@ -39,6 +51,8 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +77,11 @@ CONTROLLER_SELECTOR = "app.kubernetes.io/name=kafka-controller"
 NODE_ID_LABEL = "kafkahealth.io/node-id"
 TERMINATION_GRACE_SECONDS = 60
 
+STRIMZI_CLUSTER = "my-cluster"  # the name Strimzi's examples give the Kafka resource
+STRIMZI_NAMESPACE = "strimzi"
+STRIMZI_POD_SET = {"apiVersion": "core.strimzi.io/v1beta2", "kind": "StrimziPodSet"}
+LAYOUTS = ("statefulset", "strimzi")
+
 log = logging.getLogger("kafka_health.testbed.standin")
 
 
@@ -75,14 +94,36 @@ def pod_name(broker_id: int) -> str:
 
 
 class _Set:
-    """One StatefulSet the stand-in keeps: its name, labels, and which testbed nodes it holds."""
+    """One pod set the stand-in keeps (a StatefulSet, or a Strimzi node pool): its name, labels,
+    and which testbed nodes it holds."""
 
-    def __init__(self, name: str, labels: dict[str, str], selector: str, id_base: int, id_label: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        labels: dict[str, str],
+        selector: str,
+        id_base: int,
+        id_label: str | None,
+        owner: dict[str, str] | None = None,
+    ) -> None:
         self.name, self.labels, self.selector = name, labels, selector
         self.id_base, self.id_label = id_base, id_label
+        self.owner = owner  # None: a StatefulSet the stand-in creates; else the owner's kind (no object)
 
     def pod(self, node_id: int) -> str:
         return f"{self.name}-{node_id - self.id_base}"
+
+    def pod_labels(self, node_id: int) -> dict[str, str]:
+        name = self.pod(node_id)
+        if self.owner is not None:  # Strimzi: the pod's own name, no id label
+            return {**self.labels, "strimzi.io/pod-name": name}
+        assert self.id_label is not None
+        return {
+            **self.labels,
+            self.id_label: str(node_id),
+            "statefulset.kubernetes.io/pod-name": name,
+            "apps.kubernetes.io/pod-index": str(node_id - self.id_base),
+        }
 
 
 BROKER_SET = _Set(STATEFULSET, APP_LABELS, APP_SELECTOR, 0, BROKER_ID_LABEL)
@@ -91,13 +132,65 @@ CONTROLLER_SET = _Set(
 )
 
 
-def _set_of(b: BrokerState) -> _Set:
-    return CONTROLLER_SET if b.role == "controller" else BROKER_SET
+def _strimzi_pool(cluster: str, pool: str, *, broker: bool, controller: bool) -> _Set:
+    name = f"{cluster}-{pool}"
+    labels = {
+        "app.kubernetes.io/name": "kafka",
+        "app.kubernetes.io/instance": cluster,
+        "app.kubernetes.io/part-of": f"strimzi-{cluster}",
+        "app.kubernetes.io/managed-by": "strimzi-cluster-operator",
+        "strimzi.io/cluster": cluster,
+        "strimzi.io/kind": "Kafka",
+        "strimzi.io/name": f"{cluster}-kafka",
+        "strimzi.io/component-type": "kafka",
+        "strimzi.io/controller": "strimzipodset",
+        "strimzi.io/controller-name": name,
+        "strimzi.io/pool-name": pool,
+        "strimzi.io/broker-role": str(broker).lower(),
+        "strimzi.io/controller-role": str(controller).lower(),
+    }
+    selector = f"strimzi.io/cluster={cluster},strimzi.io/pool-name={pool}"
+    return _Set(name, labels, selector, 0, None, owner={**STRIMZI_POD_SET, "name": name})
 
 
-def node_pod_name(b: BrokerState) -> str:
-    """The pod of a testbed node: `kafka-<id>` for a broker, `kafka-controller-<i>` for a controller."""
-    return _set_of(b).pod(b.id)
+@dataclass(frozen=True)
+class PodLayout:
+    """Where the stand-in keeps the pods and how it names them: `statefulset` (StatefulSets `kafka`
+    and `kafka-controller`) or `strimzi` (Strimzi's node-pool names and labels, cluster `my-cluster`)."""
+
+    kind: str = "statefulset"
+    namespace: str = NAMESPACE
+
+    def __post_init__(self) -> None:
+        if self.kind not in LAYOUTS:
+            raise ValueError(f"pod layout {self.kind!r}: one of {', '.join(LAYOUTS)}")
+
+    @classmethod
+    def strimzi(cls, namespace: str = STRIMZI_NAMESPACE) -> PodLayout:
+        return cls("strimzi", namespace)
+
+    def sets(self, dedicated_controllers: bool) -> tuple[_Set, _Set]:
+        """(the brokers' set, the dedicated controllers' set)."""
+        if self.kind == "statefulset":
+            return BROKER_SET, CONTROLLER_SET
+        pool = "broker" if dedicated_controllers else "dual-role"
+        return (
+            _strimzi_pool(STRIMZI_CLUSTER, pool, broker=True, controller=not dedicated_controllers),
+            _strimzi_pool(STRIMZI_CLUSTER, "controller", broker=False, controller=True),
+        )
+
+    @property
+    def watch_selector(self) -> str:
+        if self.kind == "strimzi":
+            return f"strimzi.io/cluster={STRIMZI_CLUSTER}"
+        return "app.kubernetes.io/name in (kafka,kafka-controller)"
+
+    def set_of(self, b: BrokerState, dedicated_controllers: bool) -> _Set:
+        brokers, controllers = self.sets(dedicated_controllers)
+        return controllers if b.role == "controller" else brokers
+
+
+DEFAULT_LAYOUT = PodLayout()
 
 
 def _now() -> str:
@@ -113,11 +206,24 @@ def _is_ready(pod: Any) -> bool:
 class StandIn:
     """Launch, stop and inspect the detached stand-in process of one testbed state dir."""
 
-    def __init__(self, state_dir: Path, kubeconfig: Path | None = None) -> None:
+    def __init__(
+        self, state_dir: Path, kubeconfig: Path | None = None, layout: PodLayout | None = None
+    ) -> None:
         self.state_dir = state_dir.resolve()
         self.record = self.state_dir / "k8s" / "standin.json"
         self.log_path = self.state_dir / "logs" / "standin.log"
         self._kubeconfig = kubeconfig.resolve() if kubeconfig else None
+        self._layout = layout
+
+    @property
+    def layout(self) -> PodLayout:
+        """The layout given, else the running stand-in's (recorded), else the default."""
+        if self._layout is not None:
+            return self._layout
+        rec = self._load()
+        if rec and "layout" in rec:
+            return PodLayout(rec["layout"], rec["namespace"])
+        return DEFAULT_LAYOUT
 
     @property
     def kubeconfig(self) -> Path:
@@ -147,8 +253,17 @@ class StandIn:
         """Start the stand-in unless it runs; return its pid once every broker pod exists and is Ready."""
         pid = self.pid
         rec = self._load()
-        if pid is not None and rec is not None and Path(rec["kubeconfig"]) != self.kubeconfig:
-            self.stop()  # it serves another control plane (a kept test session, say)
+        layout = self.layout
+        if (
+            pid is not None
+            and rec is not None
+            and (
+                Path(rec["kubeconfig"]) != self.kubeconfig
+                or (rec.get("layout", "statefulset"), rec.get("namespace", NAMESPACE))
+                != (layout.kind, layout.namespace)
+            )
+        ):
+            self.stop()  # it serves another control plane (a kept test session, say) or layout
             pid = None
         if pid is None:
             if not self.kubeconfig.exists():
@@ -157,6 +272,7 @@ class StandIn:
             self.record.parent.mkdir(parents=True, exist_ok=True)
             cmd = [sys.executable, "-m", "kafka_health.cli.main", "testbed", "standin"]
             cmd += ["--state-dir", str(self.state_dir), "--kubeconfig", str(self.kubeconfig)]
+            cmd += ["--pod-layout", layout.kind, "--pod-namespace", layout.namespace]
             with open(self.log_path.with_suffix(".out"), "ab") as out:
                 proc = subprocess.Popen(
                     cmd,
@@ -166,13 +282,24 @@ class StandIn:
                     start_new_session=True,
                 )
             pid = proc.pid
-            self.record.write_text(json.dumps({"pid": pid, "kubeconfig": str(self.kubeconfig)}))
+            self.record.write_text(
+                json.dumps(
+                    {
+                        "pid": pid,
+                        "kubeconfig": str(self.kubeconfig),
+                        "layout": layout.kind,
+                        "namespace": layout.namespace,
+                    }
+                )
+            )
         self.wait_pods_ready(timeout=timeout)
         return pid
 
     def wait_pods_ready(self, *, timeout: float) -> None:
         state = Testbed(self.state_dir).require()
-        wanted = {node_pod_name(b) for b in state.nodes}
+        layout = self.layout
+        sets = layout.sets(bool(state.controllers))
+        wanted = {layout.set_of(b, bool(state.controllers)).pod(b.id) for b in state.nodes}
         deadline = time.monotonic() + timeout
         cfg = client.Configuration()
         config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=cfg)
@@ -186,9 +313,9 @@ class StandIn:
                 with contextlib.suppress(Exception):  # the API server may still be settling
                     items = [
                         p
-                        for selector in (APP_SELECTOR, CONTROLLER_SELECTOR)
+                        for selector in (sets[0].selector, sets[1].selector)
                         for p in core.list_namespaced_pod(
-                            NAMESPACE, label_selector=selector, _request_timeout=5
+                            layout.namespace, label_selector=selector, _request_timeout=5
                         ).items
                     ]
                     ready = {
@@ -220,8 +347,11 @@ class PodStandIn:
         watch_client: client.ApiClient | None = None,
         probe_period: float = 2.0,
         start_timeout: float = 120.0,
+        layout: PodLayout = DEFAULT_LAYOUT,
     ) -> None:
         self.testbed = testbed
+        self.layout = layout
+        self.namespace = layout.namespace
         # Any: the client's models type every field Optional; the API server guarantees what we read.
         self.core: Any = client.CoreV1Api(api_client)
         self.apps: Any = client.AppsV1Api(api_client)
@@ -262,8 +392,8 @@ class PodStandIn:
             try:
                 for _ in w.stream(
                     self._watch_core.list_namespaced_pod,
-                    NAMESPACE,
-                    label_selector="app.kubernetes.io/name in (kafka,kafka-controller)",
+                    self.namespace,
+                    label_selector=self.layout.watch_selector,
                     timeout_seconds=60,
                     _request_timeout=75,
                 ):
@@ -277,16 +407,17 @@ class PodStandIn:
     def reconcile(self) -> None:
         state = self.testbed.require()
         self._ensure_namespace()
-        self._reconcile_set(BROKER_SET, state.brokers)
+        brokers, controllers = self.layout.sets(bool(state.controllers))
+        self._reconcile_set(brokers, state.brokers)
         if state.controllers:
-            self._reconcile_set(CONTROLLER_SET, state.controllers)
+            self._reconcile_set(controllers, state.controllers)
 
     def _reconcile_set(self, sts: _Set, nodes: list[BrokerState]) -> None:
         self._ensure_statefulset(sts, len(nodes))
         pods = {
             p.metadata.name: p
             for p in self.core.list_namespaced_pod(
-                NAMESPACE, label_selector=sts.selector, _request_timeout=10
+                self.namespace, label_selector=sts.selector, _request_timeout=10
             ).items
         }
         for b in nodes:
@@ -327,7 +458,7 @@ class PodStandIn:
             grace_period_seconds=0, preconditions=client.V1Preconditions(uid=pod.metadata.uid)
         )
         try:
-            self.core.delete_namespaced_pod(name, NAMESPACE, body=opts)
+            self.core.delete_namespaced_pod(name, self.namespace, body=opts)
         except ApiException as exc:
             if exc.status not in (404, 409):  # already gone, or another incarnation by now
                 raise
@@ -348,9 +479,12 @@ class PodStandIn:
             )
 
     # ---------------------------------------------------------------- the StatefulSet controller's part
+    def _set_of(self, b: BrokerState) -> _Set:
+        return self.layout.set_of(b, bool(self.testbed.require().controllers))
+
     def _replace(self, b: BrokerState) -> None:
         """Recreate the pod (not Ready), start its broker, and mark it Ready once the broker serves."""
-        name = node_pod_name(b)
+        name = self._set_of(b).pod(b.id)
         t0 = time.monotonic()
         pod = self._create_pod(b)
         if pod is None:
@@ -394,22 +528,21 @@ class PodStandIn:
         return False
 
     def _create_pod(self, b: BrokerState) -> Any | None:
-        sts = _set_of(b)
+        sts = self._set_of(b)
         name = sts.pod(b.id)
-        labels = {
-            **sts.labels,
-            sts.id_label: str(b.id),
-            "statefulset.kubernetes.io/pod-name": name,
-            "apps.kubernetes.io/pod-index": str(b.id - sts.id_base),
-        }
-        owner = {
-            "apiVersion": "apps/v1",
-            "kind": "StatefulSet",
-            "name": sts.name,
-            "uid": self._sts_uid.get(sts.name),
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
+        labels = sts.pod_labels(b.id)
+        if sts.owner is None:
+            owner: dict[str, Any] = {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "name": sts.name,
+                "uid": self._sts_uid.get(sts.name),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        else:  # no such object: a stable made-up uid (there is no garbage collector to act on it)
+            uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.namespace}/{sts.name}"))
+            owner = {**sts.owner, "uid": uid, "controller": True, "blockOwnerDeletion": False}
         body = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -417,7 +550,7 @@ class PodStandIn:
             "spec": self._pod_spec(b) | {"nodeName": NODE_NAME, "hostname": name, "subdomain": sts.name},
         }
         try:
-            pod = self.core.create_namespaced_pod(NAMESPACE, body)
+            pod = self.core.create_namespaced_pod(self.namespace, body)
         except ApiException as exc:
             if exc.status == 409:
                 log.info("pod %s still exists; waiting for it to go", name)
@@ -442,19 +575,19 @@ class PodStandIn:
 
     def _ensure_namespace(self) -> None:
         with contextlib.suppress(ApiException):
-            self.core.read_namespace(NAMESPACE)
+            self.core.read_namespace(self.namespace)
             return
         try:
-            self.core.create_namespace({"metadata": {"name": NAMESPACE}})
+            self.core.create_namespace({"metadata": {"name": self.namespace}})
         except ApiException as exc:
             if exc.status != 409:
                 raise
 
     def _ensure_statefulset(self, which: _Set, replicas: int) -> None:
-        if which.name in self._sts_uid:
+        if which.name in self._sts_uid or which.owner is not None:
             return
         try:
-            sts = self.apps.read_namespaced_stateful_set(which.name, NAMESPACE)
+            sts = self.apps.read_namespaced_stateful_set(which.name, self.namespace)
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -475,13 +608,15 @@ class PodStandIn:
                     "template": {"metadata": {"labels": which.labels}, "spec": self._pod_spec(None)},
                 },
             }
-            sts = self.apps.create_namespaced_stateful_set(NAMESPACE, body)
-            log.info("StatefulSet %s/%s created", NAMESPACE, which.name)
+            sts = self.apps.create_namespaced_stateful_set(self.namespace, body)
+            log.info("StatefulSet %s/%s created", self.namespace, which.name)
         self._sts_uid[which.name] = sts.metadata.uid
 
     def _update_statefulset_status(self, which: _Set, replicas: int) -> None:
+        if which.owner is not None:
+            return  # a Strimzi pool: no StrimziPodSet object to keep
         pods = self.core.list_namespaced_pod(
-            NAMESPACE, label_selector=which.selector, _request_timeout=10
+            self.namespace, label_selector=which.selector, _request_timeout=10
         ).items
         live = [p for p in pods if p.metadata.deletion_timestamp is None]
         ready = sum(1 for p in live if _is_ready(p))
@@ -494,10 +629,10 @@ class PodStandIn:
         }
         if status == self._sts_status.get(which.name):
             return
-        sts = self.apps.read_namespaced_stateful_set(which.name, NAMESPACE)
+        sts = self.apps.read_namespaced_stateful_set(which.name, self.namespace)
         body = {"status": {**status, "observedGeneration": sts.metadata.generation}}
         self.apps.patch_namespaced_stateful_set_status(
-            which.name, NAMESPACE, body, _content_type="application/merge-patch+json"
+            which.name, self.namespace, body, _content_type="application/merge-patch+json"
         )
         self._sts_status[which.name] = status
 
@@ -505,7 +640,7 @@ class PodStandIn:
     def _patch_status(self, name: str, status: dict[str, Any]) -> Any:
         # A merge patch replaces the lists whole, which is what we want: the status is rewritten entire.
         return self.core.patch_namespaced_pod_status(
-            name, NAMESPACE, {"status": status}, _content_type="application/merge-patch+json"
+            name, self.namespace, {"status": status}, _content_type="application/merge-patch+json"
         )
 
     def _status_body(
@@ -594,7 +729,12 @@ def _reap_children() -> None:
 
 
 def run_forever(
-    state_dir: Path, kubeconfig: Path, *, probe_period: float = 2.0, start_timeout: float = 120.0
+    state_dir: Path,
+    kubeconfig: Path,
+    *,
+    probe_period: float = 2.0,
+    start_timeout: float = 120.0,
+    layout: PodLayout = DEFAULT_LAYOUT,
 ) -> None:
     """The `testbed standin` process: log to the state dir, stop cleanly on SIGTERM/SIGINT."""
     testbed = Testbed(state_dir)
@@ -611,7 +751,12 @@ def run_forever(
         return client.ApiClient(cfg)
 
     standin = PodStandIn(
-        testbed, api(), watch_client=api(), probe_period=probe_period, start_timeout=start_timeout
+        testbed,
+        api(),
+        watch_client=api(),
+        probe_period=probe_period,
+        start_timeout=start_timeout,
+        layout=layout,
     )
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -620,5 +765,12 @@ def run_forever(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    log.info("stand-in started (pid %d) for %s, API %s", os.getpid(), state_dir, kubeconfig)
+    log.info(
+        "stand-in started (pid %d) for %s, API %s, %s pods in namespace %s",
+        os.getpid(),
+        state_dir,
+        kubeconfig,
+        layout.kind,
+        layout.namespace,
+    )
     standin.run()
