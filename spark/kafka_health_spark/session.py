@@ -8,6 +8,11 @@ suit small, frequent jobs (measured with bench/diagnose_bench.py, docs/diagnosti
   ~290 classes again with Janino (a third of the driver's CPU);
 - adaptive query execution off: re-planning each stage costs more than it saves on tables of
   thousands of rows, and fewer jobs run (58 → 34 per cycle);
+- no automatic broadcast joins: every table here is small, and each broadcast is one more Spark
+  job per join (a warm 10k cycle ran 67 jobs with them, 36 without, same findings);
+- PySpark's DataFrame debugging off: with it on, every column function call made about ten
+  extra Py4J round trips to record its Python call site (a warm 10k cycle made ~31k calls with
+  it, ~13k without);
 - few shuffle partitions, no UI, UTC session time (history timestamps are UTC), Spark's own
   logging reduced to errors on stderr.
 """
@@ -55,6 +60,7 @@ def get_session(
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.adaptive.enabled": "false",
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
         # A snapshot becomes one Spark partition per Arrow batch: 100k rows keeps a 1M-partition
         # cluster at 10 tasks per scan instead of 100.
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
@@ -83,6 +89,8 @@ def get_session(
         .config("spark.driver.extraJavaOptions", log4j)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.codegen.cache.maxEntries", CODEGEN_CACHE_ENTRIES)
+        # Read once by PySpark when the first column function runs: it must be set at start.
+        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
     )
     for key, value in runtime.items():
         builder = builder.config(key, value)
