@@ -93,12 +93,19 @@ def test_policy_becomes_healthy_within_two_intervals_and_shows_columns(
     cp = k8s_control_plane
     apply(cp, policy(e2e_ns, "healthy", bootstrap))
     started = time.monotonic()
-    status = wait_status(
-        cp, e2e_ns, "healthy", lambda s: s.get("health") == "Healthy", timeout=6 * INTERVAL_S, what="Healthy"
-    )
+    diagnoses: set[str] = set()  # every cycle writes a new lastDiagnosis.at; polled far faster
+
+    def healthy(s: dict[str, Any]) -> bool:
+        at = (s.get("lastDiagnosis") or {}).get("at")
+        if at:
+            diagnoses.add(at)
+        return s.get("health") == "Healthy"
+
+    status = wait_status(cp, e2e_ns, "healthy", healthy, timeout=6 * INTERVAL_S, what="Healthy")
     elapsed = time.monotonic() - started
-    print(f"policy Healthy {elapsed:.1f}s after apply (interval {INTERVAL_S}s)")
-    assert elapsed <= 2 * INTERVAL_S + 15, f"Healthy only after {elapsed:.1f}s"
+    print(f"policy Healthy {elapsed:.1f}s after apply, cycles {len(diagnoses)} (interval {INTERVAL_S}s)")
+    # Counted in cycles, not seconds: a loaded machine stretches each cycle, not their number.
+    assert len(diagnoses) <= 2, f"Healthy only at cycle {len(diagnoses)}: {sorted(diagnoses)}"
     assert condition(status, "Ready")["status"] == "True"
     assert condition(status, "Healthy")["status"] == "True"
     assert condition(status, "Degraded")["status"] == "False"
