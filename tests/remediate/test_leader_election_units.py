@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import cast
+
+import pytest
 
 from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
 from kafka_health.models.policy import ActionOutcome, ActionType
@@ -81,3 +84,33 @@ def test_an_election_refused_for_authorization_names_the_missing_acl() -> None:
         ]
     )
     assert fine.denied() is None
+
+
+def test_a_refused_post_roll_election_names_the_missing_acl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The roll succeeded; its post-roll election was refused: the result says what to grant, not
+    only Kafka's CLUSTER_AUTHORIZATION_FAILED."""
+    from kafka_health.models.policy import CurrentRemediation, RemediationStep, RequestState
+    from kafka_health.remediate import rolling_restart
+    from kafka_health.remediate.leader_election import ElectionOutcome
+
+    refused = ElectionOutcome(failed_reason="batch 1: elect_leaders: CLUSTER_AUTHORIZATION_FAILED")
+    monkeypatch.setattr(rolling_restart, "elect_preferred_for", lambda *a, **kw: refused)
+    current = CurrentRemediation(
+        action=ActionType.ROLLING_RESTART,
+        id="r1",
+        plan_id="roll-1",
+        step=RemediationStep.ELECTING,
+        started_at=NOW,
+        brokers_done=[0, 1, 2],
+    )
+    result, election = rolling_restart.finish_roll(current, admin=cast(KafkaAdmin, None), clock=lambda: NOW)
+    assert election is refused and result.state is RequestState.SUCCEEDED
+    assert result.message is not None
+    assert "restarted brokers 0, 1, 2" in result.message
+    assert "lacks ALTER on CLUSTER kafka-cluster" in result.message
+    assert "--operation Alter --cluster" in result.message
+
+    other = ElectionOutcome(failed_reason="batch 1: elect_leaders: REQUEST_TIMED_OUT")
+    monkeypatch.setattr(rolling_restart, "elect_preferred_for", lambda *a, **kw: other)
+    result, _ = rolling_restart.finish_roll(current, admin=cast(KafkaAdmin, None), clock=lambda: NOW)
+    assert result.message is not None and "lacks" not in result.message

@@ -264,3 +264,40 @@ def test_file_store_discards_only_what_it_created(tmp_path: Path) -> None:
     assert path.exists() and earlier.csv_path.exists()
     earlier.discard("x")
     assert not path.exists() and not earlier.csv_path.exists()
+
+
+def _failed(message: str, *errors: tuple[str, str | None]) -> OffsetResetOutcome:
+    return OffsetResetOutcome(
+        state=ResetState.FAILED,
+        group="billing",
+        request_id="r1",
+        message=message,
+        partitions=[
+            PartitionReset(topic=topic, partition=i, before=5, target=0, error=error)
+            for i, (topic, error) in enumerate(errors)
+        ],
+    )
+
+
+def test_a_reset_refused_for_authorization_names_the_missing_acl() -> None:
+    """The operator's KafkaAuthorizationDenied text: READ on the GROUP or on the TOPIC for the
+    commit (a partition's error), DESCRIBE on the GROUP for the live read (the whole call)."""
+    group = _failed(
+        "reset offsets of billing: 0 of 2 partitions",
+        ("orders", None),
+        ("orders", "GROUP_AUTHORIZATION_FAILED: Group authorization failed."),
+    ).denied()
+    assert group is not None and "lacks READ on GROUP billing" in group
+    assert "--operation Read --group billing" in group
+    topic = _failed("x", ("orders", "TOPIC_AUTHORIZATION_FAILED: Topic authorization failed.")).denied()
+    assert topic is not None and "lacks READ on TOPIC orders" in topic
+    live = _failed(
+        "could not read the group live: describe_consumer_groups: GROUP_AUTHORIZATION_FAILED; nothing changed"
+    ).denied()
+    assert live is not None and "lacks DESCRIBE on GROUP billing" in live
+    # Not authorization, or not failed: nothing to grant.
+    assert _failed("x", ("orders", "UNKNOWN_MEMBER_ID: member left")).denied() is None
+    applied = _failed("x", ("orders", "GROUP_AUTHORIZATION_FAILED")).model_copy(
+        update={"state": ResetState.APPLIED}
+    )
+    assert applied.denied() is None

@@ -368,8 +368,15 @@ def _reset_offsets(
     out.current_remediation = None
     out.remediation_summary = outcome.message[:256]
     state = result.state.value
-    kind = "Normal" if state in ("Succeeded", "Waiting") else "Warning"
-    ctx.on_event(kind, f"OffsetReset{state}", f"{action.id}: {outcome.message}")
+    denied = outcome.denied()
+    if denied is not None:  # a missing ACL (READ on GROUP/TOPIC): what to grant, not just "failed"
+        out.remediation_summary = f"{action.id}: {denied}"[:256]
+        ctx.on_event(
+            "Warning", DegradedReason.KAFKA_AUTHORIZATION_DENIED, f"{action.id}: {outcome.message}; {denied}"
+        )
+    else:
+        kind = "Normal" if state in ("Succeeded", "Waiting") else "Warning"
+        ctx.on_event(kind, f"OffsetReset{state}", f"{action.id}: {outcome.message}")
     if result.state.terminal:  # Waiting (group not Empty) acted on nothing: status says why
         metrics.count_remediation(policy.namespace, policy.name, action.action.value, state.lower())
     return out
@@ -645,7 +652,7 @@ def _resume_roll(
     if current.current_broker is not None:
         return _restart_next_broker(None, status, ctx, policy, lease)
     rr = ctx.spec.remediation.rolling_restart
-    result, _ = finish_roll(
+    result, election = finish_roll(
         current,
         admin=ctx.admin,
         post_roll_election=rr.post_roll_preferred_election,
@@ -659,6 +666,14 @@ def _resume_roll(
     _end_roll(out, current, result, ActionOutcome.SUCCEEDED, ctx, policy)
     out.remediation_summary = (result.message or "rolling restart done")[:256]
     ctx.on_event("Normal", EventReason.ROLL_SUCCEEDED, f"{current.id}: {result.message}")
+    denied = None if election is None or election.succeeded else election.denied()
+    if denied is not None:  # the roll succeeded; its post-roll election was refused for an ACL
+        out.remediation_summary = f"rolling restart {current.id} done; post-roll election: {denied}"[:256]
+        ctx.on_event(
+            "Warning",
+            DegradedReason.KAFKA_AUTHORIZATION_DENIED,
+            f"{current.id}: post-roll election: {denied}",
+        )
     metrics.count_remediation(policy.namespace, policy.name, ActionType.ROLLING_RESTART.value, "succeeded")
     lease.release()
     return out

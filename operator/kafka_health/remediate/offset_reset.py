@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kafka_health.collect import security_errors
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
 from kafka_health.collect.snapshot import group as make_group
 from kafka_health.k8s.client import K8s, K8sError
@@ -105,6 +106,19 @@ class OffsetResetOutcome(BaseModel):
     def changed(self) -> bool:
         """Whether this call may have altered committed offsets."""
         return self.state in (ResetState.APPLIED, ResetState.FAILED) and self.saved_offsets is not None
+
+    def denied(self) -> str | None:
+        """The ACL the principal lacks when Kafka refused this reset for authorization: READ on the
+        GROUP or on a TOPIC for the offset commit (from a partition's error), DESCRIBE on the GROUP
+        for the live read before it (from the message); None otherwise."""
+        if self.state is not ResetState.FAILED:
+            return None
+        commit = f"alter_consumer_group_offsets:{self.group}"
+        for p in self.partitions:
+            if p.error and (found := security_errors.authorization_denied(commit, p.error, p.topic)):
+                return found
+        part = f"group:{self.group}" if "could not read the group live" in self.message else commit
+        return security_errors.authorization_denied(part, self.message)
 
     def request_state(self) -> RequestState:
         """Applied / AlreadyApplied → Succeeded; NotEmpty → Waiting (the planner's group gate turns a

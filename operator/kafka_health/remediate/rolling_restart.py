@@ -646,6 +646,9 @@ def finish_roll(
             admin, done, batch_size=election_batch_size, cluster_name=cluster_name, clock=clock, guard=guard
         )
         message += f"; {election.summary()}"
+        denied = None if election.succeeded else election.denied()
+        if denied is not None:  # what to grant, not only the raw CLUSTER_AUTHORIZATION_FAILED
+            message += f"; {denied}"
     result = RollingRestartResult(
         id=current.id,
         state=RequestState.SUCCEEDED,
