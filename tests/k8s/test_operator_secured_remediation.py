@@ -372,3 +372,103 @@ def test_alter_on_cluster_unlocks_the_election_for_the_unprivileged_user(
         kubectl(cp, "delete", "khp", "app-election", "-n", ns, "--wait=true", "--timeout=120s", check=False)
         for args in reversed(grants):
             s.tb.tool("kafka-acls", ["--remove", "--force", *args])
+
+
+@pytest.mark.parametrize("secured", ["sasl_ssl"], indirect=True)
+def test_read_on_group_and_topic_unlock_the_offset_reset_for_the_unprivileged_user(
+    secured: Secured, unique_name: str
+) -> None:
+    """The ACL table's READ rows (docs/policy.md) through the operator: without READ on the GROUP,
+    then without READ on the TOPIC, the unprivileged user's offset reset fails and the operator
+    names the missing ACL (KafkaAuthorizationDenied Event, remediationSummary); nothing is
+    committed; with both granted, a third request resets the group."""
+    s = secured
+    cp, ns = s.cp, s.ns
+    topic, group = unique_name, f"{unique_name}-g"
+    admin = AdminClient(s.conf)
+    admin.create_topics([NewTopic(topic, 3, 3)], operation_timeout=30)[topic].result(timeout=60)
+    wait_for(lambda: s.under_replicated() == 0, timeout=60, what="the topic fully replicated")
+    producer = Producer(s.conf)
+    for i in range(30):
+        producer.produce(topic, value=b"x", partition=i % 3)
+    assert producer.flush(30) == 0
+    consumer = Consumer({**s.conf, "group.id": group, "enable.auto.commit": False})
+    try:  # no subscription: the group holds offsets and stays Empty
+        consumer.commit(offsets=[KTP(topic, p, 7) for p in range(3)], asynchronous=False)
+    finally:
+        consumer.close()
+    before = {(topic, p): 7 for p in range(3)}
+    grants: list[list[str]] = []
+
+    def grant(*acl: str) -> None:
+        args = ["--allow-principal", f"User:{security.APP}", *acl]
+        done = s.tb.tool("kafka-acls", ["--add", *args])
+        assert done.returncode == 0, done.stderr
+        grants.append(args)
+
+    requests: list[dict[str, Any]] = []
+
+    def reset(request_id: str) -> dict[str, Any]:
+        """Add a reset request to the policy; its result once it is terminal."""
+        requests.append({"id": request_id, "group": group, "topics": [topic], "earliest": True})
+        body = sasl_policy(ns, "app-reset", s.tb, "kafka-app")
+        body["spec"]["remediation"] = {
+            "mode": "Enforce",
+            "preferredLeaderElection": {"enabled": False},
+            "offsetResets": {"requests": list(requests)},
+        }
+        apply(cp, body)
+        status = wait_status(
+            cp,
+            ns,
+            "app-reset",
+            lambda st: any(
+                r["id"] == request_id and r["state"] in ("Succeeded", "Failed")
+                for r in st.get("offsetResets") or []
+            ),
+            timeout=300,
+            what=f"the app user's reset {request_id} done",
+        )
+        return status
+
+    def denied_events() -> list[str]:
+        return [
+            e["message"] for e in events_of(cp, ns, "app-reset") if e["reason"] == "KafkaAuthorizationDenied"
+        ]
+
+    with KafkaAdmin(s.tb.librdkafka_config()) as oracle:
+        try:
+            # What the diagnosis needs (DESCRIBE on topics, cluster, groups), nothing to commit with.
+            grant("--operation", "Describe", "--operation", "DescribeConfigs", "--topic", "*")
+            grant("--operation", "Describe", "--cluster")
+            grant("--operation", "Describe", "--group", "*")
+
+            status = reset("no-read-group")
+            result = next(r for r in status["offsetResets"] if r["id"] == "no-read-group")
+            assert result["state"] == "Failed", result
+            want = f"lacks READ on GROUP {group}"
+            assert want in status["remediationSummary"], status["remediationSummary"]
+            assert f"--operation Read --group {group}" in status["remediationSummary"]
+            assert any(want in m for m in denied_events()), denied_events()
+            assert condition(status, "Ready")["status"] == "True", status["conditions"]
+            assert committed(oracle, group) == before
+
+            grant("--operation", "Read", "--group", group)
+            status = reset("no-read-topic")
+            result = next(r for r in status["offsetResets"] if r["id"] == "no-read-topic")
+            assert result["state"] == "Failed", result
+            want = f"lacks READ on TOPIC {topic}"
+            assert want in status["remediationSummary"], status["remediationSummary"]
+            assert any(want in m for m in denied_events()), denied_events()
+            assert committed(oracle, group) == before
+
+            grant("--operation", "Read", "--topic", topic)
+            status = reset("granted")
+            result = next(r for r in status["offsetResets"] if r["id"] == "granted")
+            assert result["state"] == "Succeeded", result
+            assert committed(oracle, group) == {(topic, p): 0 for p in range(3)}
+            assert any(e["reason"] == "OffsetResetSucceeded" for e in events_of(cp, ns, "app-reset"))
+        finally:
+            kubectl(cp, "delete", "khp", "app-reset", "-n", ns, "--wait=true", "--timeout=120s", check=False)
+            for args in reversed(grants):
+                s.tb.tool("kafka-acls", ["--remove", "--force", *args])
