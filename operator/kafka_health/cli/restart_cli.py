@@ -232,10 +232,9 @@ def restart(
     from kafka_health.controller.cluster_lease import LeaseLost
     from kafka_health.k8s.client import K8s, K8sError, load_config
     from kafka_health.plan.restart_safety import check_restart_safety, controller_only_nodes, roll_plan
-    from kafka_health.remediate.broker_pods import BrokerPodsError
+    from kafka_health.remediate.broker_pods import BrokerPodsError, find_node_pods
     from kafka_health.remediate.rolling_restart import (
         BrokerRestartOutcome,
-        find_node_pods,
         pods_one_at_a_time,
         run_roll,
     )

@@ -45,7 +45,7 @@ from kafka_health.models.policy import (
 from kafka_health.models.reasons import DegradedReason, ProblemReason
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan import Decision, Verdict, cluster_key
-from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods
+from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods, find_node_pods
 from kafka_health.report.status import CycleOutcome, Problem, status_after_cycle, status_patch
 
 if TYPE_CHECKING:
@@ -158,11 +158,15 @@ class PolicyWorker:
             return CycleOutcome(problem=Problem(exc.reason, str(exc)))
         self.secrets = conn.secrets
         blockers: list[Problem] = []
-        if spec.cluster.broker_pods is not None:
-            try:
-                find_broker_pods(rt.k8s, spec.cluster.broker_pods, self.namespace)
-            except BrokerPodsError as exc:
-                blockers.append(Problem(exc.reason, str(exc)))
+        for spec_field, pods_spec in (
+            ("spec.cluster.brokerPods", spec.cluster.broker_pods),
+            ("spec.cluster.controllerPods", spec.cluster.controller_pods),
+        ):
+            if pods_spec is not None:
+                try:
+                    find_broker_pods(rt.k8s, pods_spec, self.namespace, field=spec_field)
+                except BrokerPodsError as exc:
+                    blockers.append(Problem(exc.reason, str(exc)))
         timeout_s = parse_duration(str(spec.cluster.request_timeout)).total_seconds()
         admin = self._admin_for(conn, timeout_s)
         snapshot = collect_snapshot(admin, self.cluster_name, lambda: datetime.now(UTC))
@@ -389,13 +393,14 @@ class PolicyWorker:
             self.roll.stopping.set()
 
     def broker_pods_ready(self, spec: KafkaHealthPolicySpec) -> dict[int, bool] | None:
-        """Broker id → pod Ready and not terminating, read live (None without brokerPods or when
-        the pods cannot be read: the executor's own check before a delete then decides)."""
+        """Node id → pod Ready and not terminating, read live: the broker pods and, with
+        controllerPods, the dedicated controllers' (None without brokerPods or when the pods cannot
+        be read: the executor's own check before a delete then decides)."""
         pods_spec = spec.cluster.broker_pods
         if pods_spec is None:
             return None
         try:
-            pods = find_broker_pods(self.runtime.k8s, pods_spec, self.namespace)
+            pods = find_node_pods(self.runtime.k8s, pods_spec, spec.cluster.controller_pods, self.namespace)
         except (BrokerPodsError, K8sError):
             return None
         return {bid: bp.pod.ready and not bp.pod.deleting for bid, bp in pods.items()}

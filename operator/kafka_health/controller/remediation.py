@@ -623,6 +623,7 @@ def _restart_next_broker(
         cluster_name=f"{policy.namespace}.{policy.name}",
         refuse_never_safe=rr.never_safe_partitions is NeverSafePartitions.REFUSE,
         guard=_step_guard(ctx, lease),
+        controller_pods=ctx.spec.cluster.controller_pods,
     )
     lease.ensure(fresh=False)  # the outcome is reported only while the roll is still ours
     if outcome.ok:

@@ -563,6 +563,14 @@ class ClusterSpec(_Model):
     broker_pods: BrokerPods | None = Field(
         None, description="How brokers map to pods. Required for rolling restarts; not needed to diagnose."
     )
+    controller_pods: BrokerPods | None = Field(
+        None,
+        description="How dedicated KRaft controllers (controller-only nodes) map to pods, the same way as "
+        "brokerPods (their own StatefulSet or pod selector; node ids by ordinal + offset or label). Set: a "
+        "rolling restart without a broker list restarts them too, first, one at a time, each only while the "
+        "other caught-up voters keep a majority, the active controller last of them. Absent: controllers are "
+        "never restarted (a request naming one is refused).",
+    )
     request_timeout: RequestTimeout = Field(
         "15s", description="Upper bound of every Kafka admin call made for this cluster (1s to 5m)."
     )
@@ -956,7 +964,8 @@ class RollingRestartRequest(_Model):
     id: RequestId = Field(description="Unique id of this request; the result is reported under it.")
     brokers: list[BrokerId] | None = Field(
         None,
-        description="Broker ids to restart. Absent: all brokers.",
+        description="Node ids to restart: brokers, and dedicated controllers when spec.cluster.controllerPods "
+        "is set. Absent: all brokers (and all dedicated controllers with controllerPods).",
         min_length=1,
         max_length=1000,
         json_schema_extra={"x-kubernetes-list-type": "set"},

@@ -62,6 +62,7 @@ from kafka_health.plan.restart_safety import (
     MAX_LISTED,
     RestartSafety,
     check_restart_safety,
+    controller_only_nodes,
     describe_order,
     never_safe_partitions,
     order_brokers,
@@ -229,8 +230,21 @@ def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> _Can
     snapshot = ctx.snapshot
     if _observing(ctx) or snapshot is None or not _snapshot_usable(holds):
         return cand
+    controllers = controller_only_nodes(snapshot)
     known = {b.id for b in snapshot.brokers}
+    if ctx.spec.cluster.controller_pods is not None:
+        known |= controllers
     brokers = sorted(request.brokers) if request.brokers else sorted(known)
+    unpodded = [b for b in brokers if b in controllers and b not in known]
+    if unpodded:
+        holds.append(
+            Hold(
+                WithheldReason.INVALID_REQUEST,
+                f"node(s) {', '.join(map(str, unpodded))} are dedicated controllers: set "
+                "spec.cluster.controllerPods to restart them",
+            )
+        )
+        return cand
     unknown = [b for b in brokers if b not in known]
     if unknown:
         holds.append(

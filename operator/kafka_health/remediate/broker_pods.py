@@ -58,8 +58,11 @@ def broker_id_of(pod: PodInfo, spec: BrokerPods) -> int | None:
     return int(match.group(1)) + mapping.ordinal_offset if match else None
 
 
-def find_broker_pods(k8s: K8s, spec: BrokerPods, policy_namespace: str) -> dict[int, BrokerPod]:
-    """Broker id → pod. Raises BrokerPodsError when none is found (a fact the policy must report)."""
+def find_broker_pods(
+    k8s: K8s, spec: BrokerPods, policy_namespace: str, *, field: str = "spec.cluster.brokerPods"
+) -> dict[int, BrokerPod]:
+    """Node id → pod. Raises BrokerPodsError when none is found (a fact the policy must report,
+    naming `field`, the spec field that points at them)."""
     namespace = spec.namespace or policy_namespace
     selector = selector_of(k8s, spec, namespace)
     pods = k8s.list_pods(namespace, selector)
@@ -71,6 +74,18 @@ def find_broker_pods(k8s: K8s, spec: BrokerPods, policy_namespace: str) -> dict[
     if not found:
         raise BrokerPodsError(
             DegradedReason.BROKER_PODS_NOT_FOUND,
-            f"spec.cluster.brokerPods: no broker pods in namespace {namespace} match {selector}",
+            f"{field}: no pods in namespace {namespace} match {selector}",
         )
     return found
+
+
+def find_node_pods(
+    k8s: K8s, spec: BrokerPods, controller_spec: BrokerPods | None, namespace: str
+) -> dict[int, BrokerPod]:
+    """Node id → pod: the broker pods, and the dedicated controllers' pods when `controller_spec`
+    is given (raises BrokerPodsError when either set has none)."""
+    pods = find_broker_pods(k8s, spec, namespace)
+    if controller_spec is not None:
+        controllers = find_broker_pods(k8s, controller_spec, namespace, field="spec.cluster.controllerPods")
+        pods = {**controllers, **pods}
+    return pods

@@ -67,7 +67,7 @@ from kafka_health.plan.restart_safety import (
     order_brokers,
     voter_rejoined,
 )
-from kafka_health.remediate.broker_pods import BrokerPod, BrokerPodsError, find_broker_pods
+from kafka_health.remediate.broker_pods import BrokerPod, BrokerPodsError, find_node_pods
 from kafka_health.remediate.leader_election import ElectionOutcome
 from kafka_health.remediate.post_roll_election import elect_preferred_for
 
@@ -419,17 +419,6 @@ def _wait(condition: Callable[[], T | None], deadline: datetime, clock: Clock, s
         if clock() >= deadline:
             return None
         sleep(POLL_SECONDS)
-
-
-def find_node_pods(
-    k8s: K8s, spec: BrokerPods, controller_spec: BrokerPods | None, namespace: str
-) -> dict[int, BrokerPod]:
-    """Node id → pod: the broker pods, and the dedicated controllers' pods when `controller_spec`
-    is given (raises BrokerPodsError when either set has none)."""
-    pods = find_broker_pods(k8s, spec, namespace)
-    if controller_spec is not None:
-        pods = {**find_broker_pods(k8s, controller_spec, namespace), **pods}
-    return pods
 
 
 def _pod_of(

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 
+from kafka_health.models.policy import KafkaHealthPolicySpec
 from kafka_health.models.snapshot import ClusterSnapshot, Quorum, QuorumVoter
 from kafka_health.plan.planner import plan
 from kafka_health.plan.restart_safety import (
@@ -37,7 +38,7 @@ def rules(snap: ClusterSnapshot, node: int, remaining: list[int] | None = None) 
 def dedicated(
     *, leader: int | None = 101, lag: dict[int, int | None] | None = None, **kw: object
 ) -> ClusterSnapshot:
-    return snapshot(brokers=BROKERS, voters=CONTROLLERS, controller=leader, voter_lag=lag, **kw)  # type: ignore[arg-type]
+    return snapshot(brokers=BROKERS, voters=CONTROLLERS, controller=leader, voter_lag=lag, **kw)
 
 
 # --- who is a controller ----------------------------------------------------------------------
@@ -253,6 +254,63 @@ def test_operator_plan_names_each_nodes_role_with_dedicated_controllers() -> Non
     s = spec(mode="Enforce", maintenanceWindows=window, rollingRestart={"requests": [{"id": "r1"}]})
     decision = plan(context(s, snap=dedicated(leader=101)))
     assert decision.action is not None and decision.action.restart is not None
-    # the operator rolls the brokers its brokerPods map: the dedicated controllers are not in it
+    # without spec.cluster.controllerPods the operator rolls only the brokers its brokerPods map
     assert decision.action.restart.order == [1, 2, 3]
     assert decision.action.details[0].startswith("order: 1 (broker), 2 (broker), 3 (broker) (one at a time;")
+
+
+def _with_controller_pods(**remediation: object) -> KafkaHealthPolicySpec:
+    """factories.spec plus spec.cluster.controllerPods (StatefulSet kafka-controller, ids 100..)."""
+    body = spec(**remediation).model_dump(by_alias=True, exclude_none=True)
+    body["cluster"]["controllerPods"] = {
+        "statefulSet": "kafka-controller",
+        "brokerId": {"ordinalOffset": 100},
+    }
+    return KafkaHealthPolicySpec.model_validate(body)
+
+
+@pytest.mark.parametrize("leader", CONTROLLERS)
+def test_operator_rolls_dedicated_controllers_first_with_controller_pods(leader: int) -> None:
+    window = [{"name": "nightly", "schedule": "0 2 * * *", "duration": "2h"}]
+    s = _with_controller_pods(
+        mode="Enforce", maintenanceWindows=window, rollingRestart={"requests": [{"id": "r1"}]}
+    )
+    decision = plan(context(s, snap=dedicated(leader=leader)))
+    assert decision.action is not None and decision.action.restart is not None
+    followers = [c for c in CONTROLLERS if c != leader]
+    assert decision.action.restart.order == [*followers, leader, 1, 2, 3]
+    assert decision.action.restart.next_broker == followers[0]
+    assert decision.action.details[0].startswith(
+        f"order: {followers[0]} (controller), {followers[1]} (controller), {leader} (active controller), 1 (broker)"
+    )
+
+
+def test_a_controller_named_without_controller_pods_is_an_invalid_request() -> None:
+    window = [{"name": "nightly", "schedule": "0 2 * * *", "duration": "2h"}]
+    rr = {"requests": [{"id": "r1", "brokers": [1, 101]}]}
+    decision = plan(
+        context(spec(mode="Enforce", maintenanceWindows=window, rollingRestart=rr), snap=dedicated())
+    )
+    assert decision.action is None
+    assert [h.reason.value for h in decision.withheld] == ["InvalidRequest"]
+    assert (
+        "101" in decision.withheld[0].message
+        and "spec.cluster.controllerPods" in decision.withheld[0].message
+    )
+    # with controllerPods the same request rolls the controller first, then the broker
+    s = _with_controller_pods(mode="Enforce", maintenanceWindows=window, rollingRestart=rr)
+    decision = plan(context(s, snap=dedicated()))
+    assert decision.action is not None and decision.action.restart is not None
+    assert decision.action.restart.order == [101, 1]
+
+
+def test_a_controller_is_held_while_another_voter_lags() -> None:
+    """The quorum gate through the operator's planner: restarting follower 100 while 102 lags far
+    behind would leave one caught-up voter of three, no majority: withheld, named."""
+    window = [{"name": "nightly", "schedule": "0 2 * * *", "duration": "2h"}]
+    s = _with_controller_pods(
+        mode="Enforce", maintenanceWindows=window, rollingRestart={"requests": [{"id": "r1"}]}
+    )
+    decision = plan(context(s, snap=dedicated(leader=101, lag={102: 10_000})))
+    assert decision.action is None or not decision.action.restart or not decision.action.restart.safety.safe
+    assert any(h.reason.value == "UnsafeToRestart" for h in decision.withheld), decision.withheld
