@@ -74,6 +74,12 @@ def test_examples_do_what_their_names_say() -> None:
         "strimzi.io/broker-role": "true",
     }
     assert pods.broker_id.source is BrokerIdSource.ORDINAL and pods.broker_id.ordinal_offset == 0
+    controllers = strimzi.cluster.controller_pods  # dedicated controller pools: no broker role
+    assert controllers is not None and controllers.pod_selector is not None
+    assert controllers.pod_selector.match_labels == {
+        "strimzi.io/cluster": "my-cluster",
+        "strimzi.io/broker-role": "false",
+    }
     assert strimzi.remediation.require_approval
     assert not strimzi.remediation.rolling_restart.require_maintenance_window  # runs once approved
 
