@@ -6,7 +6,10 @@ Through the CLI as a user runs it: the dry run's JSON plan (order and why), then
 Sampled meanwhile in threads: the KRaft quorum (describe_metadata_quorum) and every node's pid.
 Asserts: every node restarted exactly once, the controllers before the brokers, the active
 controller last of the controllers (it was the leader right before its restart), a quorum
-leader at every sample, 0 acknowledged records lost and none duplicated."""
+leader at every sample, 0 acknowledged records lost and none duplicated.
+
+Then through the operator (the chart's RBAC, a policy with spec.cluster.controllerPods): a request
+for the three controllers and broker 0 restarts them in that role order, the others untouched."""
 
 from __future__ import annotations
 
@@ -28,8 +31,12 @@ from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.collect.results import Timeouts
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import CONTROLLER_ID_BASE, Testbed
+from kafka_health.testbed.controlplane import ControlPlane
 from kafka_health.testbed.podstandin import CONTROLLER_STATEFULSET, NAMESPACE, STATEFULSET
+from tests.k8s.conftest import apply_crds
+from tests.k8s.operator_process import apply, chart_operator, kubectl, wait_status
 from tests.k8s.test_controller_pods import cli
+from tests.k8s.test_operator_e2e import events_of, policy
 from tests.k8s.test_rolling_restart import ConsumerThread, Load, ProducerThread, read_all
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
@@ -232,3 +239,81 @@ def test_full_roll_controllers_first_active_last_quorum_led_throughout_nothing_l
     log_values = read_all(cluster.bootstrap, topic, partitions)
     assert len(log_values) == len(set(log_values))
     assert load.acked <= set(log_values)
+
+
+def test_operator_rolls_dedicated_controllers_first_through_controller_pods(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The operator (chart RBAC, the policy's spec.cluster.controllerPods) rolls the three
+    controllers and one broker of a request: the controllers first, the active one last of them,
+    then the broker; each once, the others untouched, a quorum leader at every sample."""
+
+    cp = ControlPlane(cluster.testbed.state_dir)
+    apply_crds(cp)
+    ns = "controller-roll"
+    kubectl(cp, "create", "namespace", ns, check=False)
+    wanted = [*CONTROLLERS, 0]
+    body = policy(
+        ns,
+        "roll",
+        cluster.bootstrap,
+        remediation={
+            "mode": "Enforce",
+            "preferredLeaderElection": {"enabled": False},
+            "rollingRestart": {
+                "requireMaintenanceWindow": False,
+                "pauseBetweenBrokers": "1s",
+                "requests": [{"id": "c1", "brokers": wanted, "reason": "controllers e2e"}],
+            },
+        },
+    )
+    body["spec"]["cluster"]["brokerPods"] = {"namespace": NAMESPACE, "statefulSet": STATEFULSET}
+    body["spec"]["cluster"]["controllerPods"] = {
+        "namespace": NAMESPACE,
+        "statefulSet": CONTROLLER_STATEFULSET,
+        "brokerId": {"source": "Label", "label": "kafkahealth.io/node-id"},
+    }
+    op, ident = chart_operator(cp, tmp_path_factory.mktemp("op"), ns, extra_namespaces=(NAMESPACE,))
+    with KafkaAdmin({"bootstrap.servers": cluster.bootstrap}) as admin:
+        leader = admin.describe_quorum().leader_id
+    assert leader in CONTROLLERS
+    try:
+        with Watcher(cluster) as timeline:
+            op.start()
+            apply(cp, body)
+            status = wait_status(
+                cp,
+                ns,
+                "roll",
+                lambda s: any(
+                    r["id"] == "c1" and r["state"] in ("Succeeded", "Failed")
+                    for r in s.get("rollingRestarts") or []
+                ),
+                timeout=900,
+                what="the operator's roll done",
+            )
+        print(*transitions(timeline), sep="\n")
+        result = next(r for r in status["rollingRestarts"] if r["id"] == "c1")
+        assert result["state"] == "Succeeded", result
+        assert sorted(result["brokersDone"]) == sorted(wanted)
+
+        # Each requested node restarted once, in order; the other brokers untouched.
+        up_at = {}
+        for node in [*CONTROLLERS, *BROKERS]:
+            running = [(at, pid) for at, pid in timeline.pids.get(node, []) if pid is not None]
+            if node in wanted:
+                assert len(running) == 2, (node, timeline.pids.get(node))
+                up_at[node] = running[1][0]
+            else:
+                assert len(running) == 1, (node, timeline.pids.get(node))
+        order = sorted(up_at, key=up_at.__getitem__)
+        followers = sorted(set(CONTROLLERS) - {leader})
+        assert order == [*followers, leader, 0], (order, transitions(timeline))
+        assert [lid for _, lid in timeline.quorum if lid is None] == [], transitions(timeline)
+        assert timeline.quorum_errors == []
+        restarted = [e for e in events_of(cp, ns, "roll") if e["reason"] == "BrokerRestarted"]
+        assert sum(int(e.get("count") or 1) for e in restarted) == len(wanted), restarted
+    finally:
+        kubectl(cp, "delete", "khp", "--all", "-n", ns, "--wait=true", "--timeout=120s", check=False)
+        op.stop()
+        ident.uninstall()
