@@ -139,3 +139,49 @@ def test_stopped_controller_voter_is_diagnosed_as_lagging_not_as_a_missing_broke
         what=f"controller {stopped} caught up again",
     )
     assert not [f for f in diagnose().findings if f.check.startswith("quorum")]
+
+
+@pytest.mark.spark
+def test_a_lost_quorum_is_a_critical_finding_not_just_an_incomplete_snapshot(dedicated: Testbed) -> None:
+    """Two of three controllers stopped (the active one among them): the brokers still answer
+    metadata, DescribeQuorum goes unanswered, and the diagnosis says the quorum has no leader
+    (critical), not merely that a part could not be read."""
+    from kafka_health_spark.session import get_session
+    from kafka_health_spark.thresholds import Thresholds
+
+    spark = get_session(master="local[2]", shuffle_partitions=4, driver_memory="1g")
+    leader = quorum(dedicated).leader_id
+    assert leader is not None
+    stopped = [leader, min(VOTERS - {leader})]
+    for node in stopped:
+        dedicated.stop(node)
+    try:
+        snap = wait_for(
+            lambda: (lambda s: s if any(m.part == "quorum" for m in s.missing) else None)(
+                snapshot_of(dedicated, safety_only=False)
+            ),
+            timeout=90,
+            interval=2,
+            what="DescribeQuorum unanswered",
+        )
+        print("quorum unanswered:", [m.reason for m in snap.missing if m.part == "quorum"])
+        assert snap.reachable and snap.brokers, snap.missing  # the brokers still answer
+        found = run_diagnosis(snap, None, Thresholds(), spark)
+        lost = [f for f in found.findings if f.check == "quorum_no_leader"]
+        assert [f.severity for f in lost] == [Severity.CRITICAL], [f.check for f in found.findings]
+        assert "did not answer" in lost[0].message
+        assert not [
+            f
+            for f in found.findings
+            if f.check == "snapshot_incomplete" and f.evidence.get("part") == "quorum"
+        ]
+    finally:
+        for node in stopped:
+            dedicated.start(node)
+    wait_for(
+        lambda: (lambda q: q is not None and q.leader_id in VOTERS and all(v.lag == 0 for v in q.voters))(
+            read_quorum(dedicated)
+        ),
+        timeout=120,
+        what="the quorum led and caught up again",
+    )

@@ -7,6 +7,8 @@ reads as "disk fine". The part names are collect's (`metadata`, `quorum`, `confi
 
 from __future__ import annotations
 
+from kafka_health.collect import security_errors
+from kafka_health.collect.results import ZOOKEEPER_MODE
 from kafka_health.models.findings import Finding, Severity, Subject, SubjectKind
 from kafka_health.models.snapshot import Missing
 
@@ -35,11 +37,44 @@ def _subject(kind: str, detail: str) -> Subject:
     return Subject(kind=SubjectKind.CLUSTER)
 
 
+# Words of a DescribeQuorum that went unanswered, as the client reports it (a timeout of ours or
+# Kafka's, or no leader to forward it to): measured on the testbed with 2 of 3 controllers stopped.
+# Compared without case, spaces or underscores (NOT_LEADER_OR_FOLLOWER, NotLeaderOrFollowerError).
+_UNANSWERED = ("timedout", "timeout", "notleader", "leadernotavailable", "noleader")
+
+
+def quorum_unanswered(m: Missing) -> bool:
+    """The KRaft quorum did not answer DescribeQuorum (timeout / no leader) while the brokers
+    answered metadata (else the whole snapshot is `cluster_unreachable`): it has most likely lost
+    its leader. Refusals (authorization, ZooKeeper mode) and client crashes are not that."""
+    if m.part != "quorum" or m.reason == ZOOKEEPER_MODE or security_errors.kind_of(m.reason) is not None:
+        return False
+    reason = m.reason.lower().replace("_", "").replace(" ", "")
+    return "crashed" not in reason and any(word in reason for word in _UNANSWERED)
+
+
 def missing_findings(missing: list[Missing]) -> list[Finding]:
     out = []
     for m in missing:
         kind, _, detail = m.part.partition(":")
         feeds = _FEEDS.get(kind, "some checks")
+        if quorum_unanswered(m):
+            out.append(
+                Finding(
+                    check="quorum_no_leader",
+                    severity=Severity.CRITICAL,
+                    subject=Subject(kind=SubjectKind.CLUSTER),
+                    message=(
+                        f"The KRaft controller quorum did not answer ({m.reason}) while the brokers did: it "
+                        "most likely has no leader (a majority of controllers down or cut off). No metadata "
+                        "change (leader election, ISR change, topic or config change) can happen meanwhile."
+                    ),
+                    evidence={"part": m.part, "reason": m.reason, "leader_id": None},
+                    remediation="bring a majority of the controller voters back (kafka-metadata-quorum describe "
+                    "--status against a controller shows which answer)",
+                )
+            )
+            continue
         if kind == "metadata":
             out.append(
                 Finding(

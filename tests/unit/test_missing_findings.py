@@ -1,0 +1,47 @@
+"""What the diagnosis says about parts the snapshot could not read: an unanswered quorum is a
+critical quorum_no_leader, every other unread part a snapshot_incomplete warning."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_health.collect.results import ZOOKEEPER_MODE
+from kafka_health.diagnose.missing import missing_findings, quorum_unanswered
+from kafka_health.models.findings import Severity
+from kafka_health.models.snapshot import Missing
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "timed out after 6.0s",
+        "KafkaTimeoutError: Timeout after waiting for 6000 ms",
+        "NotLeaderOrFollowerError: [Error 6] NotLeaderOrFollowerError",
+        "LEADER_NOT_AVAILABLE: there is no leader",
+    ],
+)
+def test_an_unanswered_quorum_is_a_critical_no_leader(reason: str) -> None:
+    (found,) = missing_findings([Missing(part="quorum", reason=reason)])
+    assert (found.check, found.severity) == ("quorum_no_leader", Severity.CRITICAL)
+    assert reason in found.message and "majority of controllers" in found.message
+    assert found.evidence["part"] == "quorum" and found.remediation
+
+
+@pytest.mark.parametrize(
+    ("part", "reason"),
+    [
+        ("quorum", ZOOKEEPER_MODE),
+        (
+            "quorum",
+            "authorization denied: the principal lacks DESCRIBE on CLUSTER kafka-cluster (grant it: ...)",
+        ),
+        ("quorum", "the Kafka client process crashed (exit 1) twice; the call was retried once, timed out"),
+        ("quorum", "parse error: voters"),
+        ("log_dirs:2", "timed out after 6.0s"),
+        ("broker_registrations", "timed out after 6.0s"),
+    ],
+)
+def test_other_unread_parts_stay_incomplete_warnings(part: str, reason: str) -> None:
+    assert not quorum_unanswered(Missing(part=part, reason=reason))
+    (found,) = missing_findings([Missing(part=part, reason=reason)])
+    assert (found.check, found.severity) == ("snapshot_incomplete", Severity.WARNING)
