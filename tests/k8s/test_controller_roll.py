@@ -313,6 +313,9 @@ def test_operator_rolls_dedicated_controllers_first_through_controller_pods(
         assert timeline.quorum_errors == []
         restarted = [e for e in events_of(cp, ns, "roll") if e["reason"] == "BrokerRestarted"]
         assert sum(int(e.get("count") or 1) for e in restarted) == len(wanted), restarted
+        messages = " ".join(e["message"] for e in restarted)  # each node named for what it is
+        assert all(f"controller {c} restarted" in messages for c in CONTROLLERS), messages
+        assert "broker 0 restarted" in messages, messages
     finally:
         kubectl(cp, "delete", "khp", "--all", "-n", ns, "--wait=true", "--timeout=120s", check=False)
         op.stop()

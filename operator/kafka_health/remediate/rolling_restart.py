@@ -67,7 +67,7 @@ from kafka_health.plan.restart_safety import (
     order_brokers,
     voter_rejoined,
 )
-from kafka_health.remediate.broker_pods import BrokerPod, BrokerPodsError, find_node_pods
+from kafka_health.remediate.broker_pods import BrokerPod, BrokerPodsError, find_broker_pods, find_node_pods
 from kafka_health.remediate.leader_election import ElectionOutcome
 from kafka_health.remediate.post_roll_election import elect_preferred_for
 
@@ -220,6 +220,7 @@ def restart_broker(
         started = state.step_started_at or clock()
         return started + timedelta(seconds=_seconds(timeout))
 
+    who = f"{'controller' if _is_controller(k8s, controller_pods, namespace, broker) else 'broker'} {broker}"
     old_uid = pod_uid_of(base) if at is not Step.CHECKING_SAFETY else None
     safety: RestartSafety | None = None
     deleted = False
@@ -241,7 +242,7 @@ def restart_broker(
     try:
         # -------------------------------------------------------------- CheckingSafety
         if at is Step.CHECKING_SAFETY:
-            save(Step.CHECKING_SAFETY, f"broker {broker}: checking the restart rules on live state")
+            save(Step.CHECKING_SAFETY, f"{who}: checking the restart rules on live state")
             snapshot = collect_snapshot(admin, cluster_name, clock, safety_only=True)
             safety = check_restart_safety(
                 snapshot,
@@ -272,20 +273,18 @@ def restart_broker(
                 return outcome("unsafe", Step.CHECKING_SAFETY, safety.summary())
             pod = pods.get(broker)
             if pod is None:
-                raise _Failed(Step.CHECKING_SAFETY, f"no pod found for broker {broker}")
+                raise _Failed(Step.CHECKING_SAFETY, f"no pod found for {who}")
             old_uid = pod.pod.uid
             save(
                 Step.DELETING_POD,
-                f"broker {broker}: deleting pod {pod.pod.namespace}/{pod.pod.name} (uid {old_uid})",
+                f"{who}: deleting pod {pod.pod.namespace}/{pod.pod.name} (uid {old_uid})",
                 pod_uid=old_uid,
             )
             at = Step.DELETING_POD
 
         # -------------------------------------------------------------- DeletingPod
         if old_uid is None:
-            raise _Failed(
-                at, f"broker {broker}: the pod uid was not recorded; cannot tell whether it was deleted"
-            )
+            raise _Failed(at, f"{who}: the pod uid was not recorded; cannot tell whether it was deleted")
         if at is Step.DELETING_POD:
             pod = _pod_of(k8s, pods_spec, controller_pods, namespace, broker)
             if pod is not None and pod.pod.uid == old_uid and not pod.pod.deleting:
@@ -295,10 +294,10 @@ def restart_broker(
                     deleted = True
                 except K8sError as exc:
                     if exc.status not in (404, 409):  # gone already / another incarnation by now
-                        raise _Failed(Step.DELETING_POD, f"broker {broker}: {exc}") from None
+                        raise _Failed(Step.DELETING_POD, f"{who}: {exc}") from None
             save(
                 Step.WAITING_POD_READY,
-                f"broker {broker}: waiting for a new Ready pod (old uid {old_uid})",
+                f"{who}: waiting for a new Ready pod (old uid {old_uid})",
                 timeouts.pod_ready,
             )
             at = Step.WAITING_POD_READY
@@ -317,11 +316,11 @@ def restart_broker(
             if new_uid is None:
                 raise _Failed(
                     Step.WAITING_POD_READY,
-                    f"broker {broker}: no new Ready pod within {timeouts.pod_ready}",
+                    f"{who}: no new Ready pod within {timeouts.pod_ready}",
                 )
             save(
                 Step.WAITING_BROKER_REGISTERED,
-                f"broker {broker}: pod Ready (new uid {new_uid}); waiting for registration",
+                f"{who}: pod Ready (new uid {new_uid}); waiting for registration",
                 timeouts.broker_registered,
             )
             at = Step.WAITING_BROKER_REGISTERED
@@ -339,11 +338,11 @@ def restart_broker(
             ):
                 raise _Failed(
                     Step.WAITING_BROKER_REGISTERED,
-                    f"broker {broker}: not registered again within {timeouts.broker_registered}",
+                    f"{who}: not registered again within {timeouts.broker_registered}",
                 )
             save(
                 Step.WAITING_URP_ZERO,
-                f"broker {broker}: registered; waiting for 0 under-replicated partitions",
+                f"{who}: registered; waiting for 0 under-replicated partitions",
                 timeouts.urp_zero,
             )
             at = Step.WAITING_URP_ZERO
@@ -354,7 +353,7 @@ def restart_broker(
             if not _wait(lambda: fully_replicated(admin), deadline, clock, sleep):
                 raise _Failed(
                     Step.WAITING_URP_ZERO,
-                    f"broker {broker}: under-replicated or offline partitions remain after {timeouts.urp_zero}",
+                    f"{who}: under-replicated or offline partitions remain after {timeouts.urp_zero}",
                 )
             at = Step.DONE
 
@@ -372,7 +371,7 @@ def restart_broker(
                 "brokers_done": list(done),
                 "brokers_planned": planned,
                 "last_broker_finished_at": finished,
-                "message": f"broker {broker} restarted and healthy ({len(done)} of {len(planned)})",
+                "message": f"{who} restarted and healthy ({len(done)} of {len(planned)})",
             }
         )
         persist(state)
@@ -381,9 +380,20 @@ def restart_broker(
         state = state.model_copy(update={"message": exc.message})
         return outcome("failed", exc.step, exc.message)
     except (BrokerPodsError, K8sError, AdminCallError) as exc:
-        message = f"broker {broker}: {exc}"
+        message = f"{who}: {exc}"
         state = state.model_copy(update={"message": message})
         return outcome("failed", at, message)
+
+
+def _is_controller(k8s: K8s, controller_pods: BrokerPods | None, namespace: str, node: int) -> bool:
+    """Whether `node` is one of the dedicated controllers (its pod is among controllerPods'), so
+    progress messages name it as such; False when they cannot be read (the messages say broker)."""
+    if controller_pods is None:
+        return False
+    try:
+        return node in find_broker_pods(k8s, controller_pods, namespace)
+    except (BrokerPodsError, K8sError):
+        return False
 
 
 def pods_one_at_a_time(safety: RestartSafety, pods: Mapping[int, BrokerPod]) -> RestartSafety:
