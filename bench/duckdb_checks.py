@@ -196,8 +196,12 @@ def diagnose(
         "quorum_no_leader": "SELECT count(*) FROM quorum WHERE leader_id IS NULL",
         "quorum_voter_lagging": f"""
             SELECT count(*) FROM quorum_voters v, quorum q
-            WHERE v.voter IS DISTINCT FROM q.leader_id AND (
+            WHERE NOT v.observer AND v.voter IS DISTINCT FROM q.leader_id AND (
               v.log_end_offset IS NULL OR v.last_caught_up_ms IS NULL OR v.lag > {t.quorum_lag_records}
+              OR (epoch_ms({ts_now}) - v.last_caught_up_ms) / 1000.0 > {t.quorum_caught_up_seconds})""",
+        "quorum_observer_lagging": f"""
+            SELECT count(*) FROM quorum_voters v JOIN brokers b ON b.broker = v.voter AND b.alive
+            WHERE v.observer AND (v.lag > {t.quorum_lag_records}
               OR (epoch_ms({ts_now}) - v.last_caught_up_ms) / 1000.0 > {t.quorum_caught_up_seconds})""",
         "broker_missing": f"""
             SELECT count(*) FROM (

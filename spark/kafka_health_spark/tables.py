@@ -50,7 +50,10 @@ LOG_DIRS = pa.schema(
     ]
 )
 QUORUM = pa.schema([("leader_id", I32), ("leader_epoch", I64), ("high_watermark", I64)])
-QUORUM_VOTERS = pa.schema([("voter", I32), ("log_end_offset", I64), ("lag", I64), ("last_caught_up_ms", I64)])
+# The quorum's voters and its observers (brokers that only replicate the metadata log), one row each.
+QUORUM_VOTERS = pa.schema(
+    [("voter", I32), ("log_end_offset", I64), ("lag", I64), ("last_caught_up_ms", I64), ("observer", BOOL)]
+)
 
 SCHEMAS: dict[str, pa.Schema] = {
     "brokers": BROKERS,
@@ -79,6 +82,7 @@ def snapshot_tables(snapshot: ClusterSnapshot) -> dict[str, pa.Table]:
     s = snapshot
     parts = s.partitions
     voters = s.quorum.voters if s.quorum else []
+    members = [*voters, *(s.quorum.observers if s.quorum else [])]
     group_offsets = [(g.group_id, o) for g in s.groups for o in g.offsets]
     return {
         "brokers": _table(
@@ -162,10 +166,11 @@ def snapshot_tables(snapshot: ClusterSnapshot) -> dict[str, pa.Table]:
         "quorum_voters": _table(
             QUORUM_VOTERS,
             {
-                "voter": [v.id for v in voters],
-                "log_end_offset": [v.log_end_offset for v in voters],
-                "lag": [v.lag for v in voters],
-                "last_caught_up_ms": [v.last_caught_up_ms for v in voters],
+                "voter": [v.id for v in members],
+                "log_end_offset": [v.log_end_offset for v in members],
+                "lag": [v.lag for v in members],
+                "last_caught_up_ms": [v.last_caught_up_ms for v in members],
+                "observer": [i >= len(voters) for i in range(len(members))],
             },
         ),
     }

@@ -320,3 +320,45 @@ def test_operator_rolls_dedicated_controllers_first_through_controller_pods(
         kubectl(cp, "delete", "khp", "--all", "-n", ns, "--wait=true", "--timeout=120s", check=False)
         op.stop()
         ident.uninstall()
+
+
+@pytest.mark.spark
+def test_a_paused_broker_shows_as_a_lagging_observer_before_it_is_fenced(cluster: Cluster) -> None:
+    """Broker-only nodes are the quorum's observers. A broker frozen (SIGSTOP) stops fetching the
+    metadata log: within broker.session.timeout.ms (9 s, before the controller fences it) the
+    diagnosis reports it as quorum_observer_lagging, from the real quorum's answer."""
+    from datetime import UTC, datetime
+
+    from kafka_health.collect.snapshot import collect_snapshot
+    from kafka_health_spark.checks.quorum import quorum_voter_lagging
+    from kafka_health_spark.findings import collect_findings
+    from kafka_health_spark.frames import build_frames
+    from kafka_health_spark.session import get_session
+    from kafka_health_spark.thresholds import Thresholds
+
+    spark = get_session(master="local[2]", shuffle_partitions=4, driver_memory="1g")
+    thresholds = Thresholds().with_overrides({"quorum_caught_up_seconds": 2})
+    with KafkaAdmin({"bootstrap.servers": cluster.bootstrap}, timeouts=Timeouts(4, 4)) as admin:
+
+        def observers_lagging() -> list[int]:
+            snap = collect_snapshot(admin, "observers", lambda: datetime.now(UTC), safety_only=True)
+            frames = build_frames(spark, snap, None, thresholds)
+            found = collect_findings(quorum_voter_lagging(frames, thresholds), 100)
+            return [
+                f.subject.broker
+                for f in found
+                if f.check == "quorum_observer_lagging" and f.subject.broker is not None
+            ]
+
+        assert observers_lagging() == []  # all three brokers observe, caught up
+        cluster.testbed.pause(2)
+        try:
+            time.sleep(2.5)
+            seen: list[list[int]] = []
+            deadline = time.monotonic() + 6  # fenced at ~9 s: then it is broker_missing's
+            while time.monotonic() < deadline and [2] not in seen:
+                seen.append(observers_lagging())
+        finally:
+            cluster.testbed.resume(2)
+        assert [2] in seen, seen
+        wait_for(lambda: observers_lagging() == [], timeout=60, what="broker 2 caught up again")

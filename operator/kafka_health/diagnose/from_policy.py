@@ -36,6 +36,7 @@ CHECK_TOGGLES: dict[str, str] = {
     "unclean_leader_election": "durability",
     "quorum_no_leader": "quorum",
     "quorum_voter_lagging": "quorum",
+    "quorum_observer_lagging": "quorum",
     "broker_missing": "quorum",
 }
 

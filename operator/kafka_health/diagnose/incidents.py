@@ -20,7 +20,8 @@ exactly one incident (`IncidentKind` documents each kind):
 3. `quorum:cluster`: `quorum_no_leader`, `quorum_voter_lagging`, `snapshot_incomplete` of the quorum.
 4. `disk:<N>`: `disk_usage`, `disk_time_to_full`, `log_dir_error`, `snapshot_incomplete` of N's log dirs.
 5. `broker_out_of_sync:<N>`: partition findings whose out-of-sync brokers are all alive (the
-   lowest id), `isr_churn` of N, and `leader_flapping` of partitions with a replica on a churning N.
+   lowest id), `isr_churn` and `quorum_observer_lagging` of N, and `leader_flapping` of partitions
+   with a replica on a churning N.
 6. `never_safe_topic:<T>` when T has `min_isr_too_high` (min ISR ≥ RF) or `low_replication_factor`
    with RF 1: T's other topic findings and its remaining partition findings join it.
 7. `topic_durability:<T>`: `low_replication_factor`, `low_min_isr`, `unclean_leader_election`.
@@ -207,7 +208,7 @@ def _root(f: Finding, ctx: _Context) -> Root | None:
     # 5. A live broker out of sync.
     if check in REPLICATION_CHECKS and out_of_sync:
         return IncidentKind.BROKER_OUT_OF_SYNC, str(min(out_of_sync))
-    if check == "isr_churn" and s.broker is not None:
+    if check in ("isr_churn", "quorum_observer_lagging") and s.broker is not None:
         return IncidentKind.BROKER_OUT_OF_SYNC, str(s.broker)
     if check == "leader_flapping" and s.topic is not None and s.partition is not None:
         on = sorted(set(ctx.replicas.get((s.topic, s.partition), [])) & ctx.churning)

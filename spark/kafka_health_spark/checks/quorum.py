@@ -1,9 +1,11 @@
-"""The control plane: the KRaft quorum has a leader and its voters keep up; no broker is missing.
+"""The control plane: the KRaft quorum has a leader, its voters and observers keep up; no broker is missing.
 
 A voter lags when it trails the quorum leader by more than `quorum_lag_records` metadata records,
 has not caught up for `quorum_caught_up_seconds`, or the leader has no offset for it at all (a
 voter that is down when a new leader is elected); the finding is critical when the voters
-still caught up are no longer a majority (one more failure stops all metadata changes).
+still caught up are no longer a majority (one more failure stops all metadata changes). An
+observer (a broker-only node replicating the metadata log) lags by the same two measures; the
+leader's view of a broker that is down is left to `broker_missing`.
 A broker is missing when something still expects it — it hosts replicas, the snapshot lists
 it as not alive, or the history saw it in the window — but it does not serve now: either it is
 registered but fenced (a stopped or paused KRaft broker stays registered, fenced by the
@@ -39,28 +41,32 @@ def quorum_no_leader(frames: Frames, t: Thresholds) -> DataFrame:
 
 
 def quorum_voter_lagging(frames: Frames, t: Thresholds) -> DataFrame:
+    """Voters that trail the leader (`quorum_voter_lagging`) and, in the same job, observers that
+    do (`quorum_observer_lagging`: a broker-only node replicating the metadata log late serves
+    stale metadata; an observer the leader has no offset for yet is not reported)."""
     leader = frames.quorum.select("leader_id")
     now_ms = F.unix_millis(frames.now_col)
-    voters = (
+    members = (
         frames.quorum_voters.crossJoin(leader)
         .withColumn("since_caught_up_s", (now_ms - F.col("last_caught_up_ms")) / 1000.0)
         .withColumn(
-            "lagging",
-            ~F.col("voter").eqNullSafe(F.col("leader_id"))
-            & (
-                # No offset or catch-up time: the current leader has not heard from it at all.
-                F.col("log_end_offset").isNull()
-                | F.col("last_caught_up_ms").isNull()
-                | (F.col("lag") > t.quorum_lag_records)
-                | (F.col("since_caught_up_s") > t.quorum_caught_up_seconds)
-            ),
+            "behind",
+            (F.col("lag") > t.quorum_lag_records) | (F.col("since_caught_up_s") > t.quorum_caught_up_seconds),
         )
+    )
+    voters = members.where(~F.col("observer")).withColumn(
+        "lagging",
+        ~F.col("voter").eqNullSafe(F.col("leader_id"))
+        # No offset or catch-up time: the current leader has not heard from it at all.
+        & (F.col("log_end_offset").isNull() | F.col("last_caught_up_ms").isNull() | F.col("behind")),
     )
     totals = voters.agg(
         F.count(F.lit(1)).alias("voters"), F.sum((~F.col("lagging")).cast("int")).alias("caught_up")
     )
     df = voters.where("lagging").crossJoin(totals)
-    return finding_rows(
+    lag_text = F.coalesce(F.col("lag").cast("string"), F.lit("?"))
+    since_text = F.coalesce(F.format_number("since_caught_up_s", 0), F.lit("?"))
+    lagging_voters = finding_rows(
         df,
         check="quorum_voter_lagging",
         severity=F.when(F.col("caught_up") * 2 <= F.col("voters"), F.lit(Severity.CRITICAL.value)).otherwise(
@@ -72,8 +78,8 @@ def quorum_voter_lagging(frames: Frames, t: Thresholds) -> DataFrame:
             "Controller voter %d trails the quorum leader (lag %s records, last caught up %s s ago; "
             "%d of %d voters caught up).",
             "voter",
-            F.coalesce(F.col("lag").cast("string"), F.lit("?")),
-            F.coalesce(F.format_number("since_caught_up_s", 0), F.lit("?")),
+            lag_text,
+            since_text,
             "caught_up",
             "voters",
         ),
@@ -85,6 +91,27 @@ def quorum_voter_lagging(frames: Frames, t: Thresholds) -> DataFrame:
         },
         remediation=F.format_string("check controller %d: process, disk and network to the leader", "voter"),
     )
+    alive = frames.brokers.where("alive").select(F.col("broker").alias("voter"))
+    observers = members.where(F.col("observer") & F.coalesce(F.col("behind"), F.lit(False))).join(
+        alive, "voter", "left_semi"
+    )  # a broker that is down is broker_missing's
+    lagging_observers = finding_rows(
+        observers,
+        check="quorum_observer_lagging",
+        severity=Severity.WARNING,
+        kind=SubjectKind.BROKER,
+        broker=F.col("voter"),
+        message=F.format_string(
+            "Broker %d trails the metadata log as an observer of the quorum (lag %s records, last caught "
+            "up %s s ago): it serves stale metadata (leaders, ISRs, topics).",
+            "voter",
+            lag_text,
+            since_text,
+        ),
+        evidence={"lag": F.col("lag"), "seconds_since_caught_up": F.round("since_caught_up_s", 1)},
+        remediation=F.format_string("check broker %d: process, disk and network to the controllers", "voter"),
+    )
+    return lagging_voters.unionByName(lagging_observers)
 
 
 def broker_missing(frames: Frames, t: Thresholds) -> DataFrame:
