@@ -326,10 +326,11 @@ def test_operator_rolls_dedicated_controllers_first_through_controller_pods(
 def test_a_paused_broker_shows_as_a_lagging_observer_before_it_is_fenced(cluster: Cluster) -> None:
     """Broker-only nodes are the quorum's observers. A broker frozen (SIGSTOP) stops fetching the
     metadata log: within broker.session.timeout.ms (9 s, before the controller fences it) the
-    diagnosis reports it as quorum_observer_lagging, from the real quorum's answer."""
+    quorum check reports it as quorum_observer_lagging, from the real quorum's answer (read
+    through broker 0 by a fresh client each time, so no request waits on the frozen broker)."""
     from datetime import UTC, datetime
 
-    from kafka_health.collect.snapshot import collect_snapshot
+    from kafka_health.models.snapshot import Broker, ClusterSnapshot
     from kafka_health_spark.checks.quorum import quorum_voter_lagging
     from kafka_health_spark.findings import collect_findings
     from kafka_health_spark.frames import build_frames
@@ -338,27 +339,32 @@ def test_a_paused_broker_shows_as_a_lagging_observer_before_it_is_fenced(cluster
 
     spark = get_session(master="local[2]", shuffle_partitions=4, driver_memory="1g")
     thresholds = Thresholds().with_overrides({"quorum_caught_up_seconds": 2})
-    with KafkaAdmin({"bootstrap.servers": cluster.bootstrap}, timeouts=Timeouts(4, 4)) as admin:
+    first = cluster.bootstrap.split(",")[0]  # broker 0
 
-        def observers_lagging() -> list[int]:
-            snap = collect_snapshot(admin, "observers", lambda: datetime.now(UTC), safety_only=True)
-            frames = build_frames(spark, snap, None, thresholds)
-            found = collect_findings(quorum_voter_lagging(frames, thresholds), 100)
-            return [
-                f.subject.broker
-                for f in found
-                if f.check == "quorum_observer_lagging" and f.subject.broker is not None
-            ]
+    def observers_lagging() -> list[int]:
+        with KafkaAdmin({"bootstrap.servers": first}, timeouts=Timeouts(3, 3)) as admin:
+            q = admin.describe_quorum()
+        assert {o.id for o in q.observers} == set(BROKERS), q
+        live = [Broker(id=b, host="127.0.0.1", port=0, alive=True) for b in BROKERS]  # unfenced < 9 s
+        snap = ClusterSnapshot(cluster="observers", taken_at=datetime.now(UTC), brokers=live, quorum=q)
+        found = collect_findings(
+            quorum_voter_lagging(build_frames(spark, snap, None, thresholds), thresholds), 100
+        )
+        return [
+            f.subject.broker
+            for f in found
+            if f.check == "quorum_observer_lagging" and f.subject.broker is not None
+        ]
 
-        assert observers_lagging() == []  # all three brokers observe, caught up
-        cluster.testbed.pause(2)
-        try:
-            time.sleep(2.5)
-            seen: list[list[int]] = []
-            deadline = time.monotonic() + 6  # fenced at ~9 s: then it is broker_missing's
-            while time.monotonic() < deadline and [2] not in seen:
-                seen.append(observers_lagging())
-        finally:
-            cluster.testbed.resume(2)
-        assert [2] in seen, seen
-        wait_for(lambda: observers_lagging() == [], timeout=60, what="broker 2 caught up again")
+    assert observers_lagging() == []  # all three brokers observe, caught up
+    cluster.testbed.pause(2)
+    paused = time.monotonic()
+    try:
+        time.sleep(2.5)
+        seen: list[list[int]] = []
+        while time.monotonic() - paused < 8 and [2] not in seen:
+            seen.append(observers_lagging())
+    finally:
+        cluster.testbed.resume(2)
+    assert [2] in seen, seen
+    wait_for(lambda: observers_lagging() == [], timeout=60, what="broker 2 caught up again")
