@@ -32,6 +32,7 @@ def main() -> None:
     p.add_argument("--history-minutes", type=int, default=60)
     p.add_argument("--driver-memory", default="1g")
     p.add_argument("--jfr", help="record a JFR profile of the driver JVM to this file")
+    p.add_argument("--conf", action="append", default=[], help="KEY=VALUE Spark setting to try (repeatable)")
     args = p.parse_args()
     size = SIZES.get(args.size) or int(args.size)
 
@@ -52,10 +53,10 @@ def main() -> None:
     for k in range(first, first + history):
         store.append(synthetic.snapshot(shape, k))
 
-    conf = None
+    conf = dict(kv.split("=", 1) for kv in args.conf)
     if args.jfr:
         java = f"-Dlog4j2.configurationFile={_log4j_config().as_uri()} -XX:StartFlightRecording=filename={args.jfr},settings=profile"
-        conf = {"spark.driver.extraJavaOptions": java}
+        conf["spark.driver.extraJavaOptions"] = java
     spark = get_session(master="local[2]", driver_memory=args.driver_memory, conf=conf)
     windows = HistoryWindows(spark, str(root), synthetic.CLUSTER)
     thresholds = Thresholds()
