@@ -6,6 +6,9 @@ session fixtures `kafka`, `bootstrap` and `unique_name` then use):
   `kafka-topics --describe` (tests/diagnose/test_real_faults.py);
 - preferred leader election: our plan equals what `kafka-leader-election` elects, and the
   executor reports every partition (tests/remediate/test_leader_election.py);
+- an offset reset through `kafka-health reset-offsets`: dry run, refusal while the group has
+  members, execute, rollback from the saved file (tests/remediate/test_offset_reset.py; after the
+  elections above, which move the group coordinator: its helpers retry while it moves);
 - a rolling restart through `kafka-health restart` against pods named and labelled the way
   Strimzi names them (the stand-in's Strimzi layout), with the selector of
   examples/strimzi-policy.yaml (which also proves that example's pod mapping).
@@ -37,10 +40,10 @@ from tests.remediate.test_leader_election import (  # noqa: F401
     test_execute_reports_every_partition,
     test_plan_is_what_kafka_leader_election_elects,
 )
-
-# Not here: the offset-reset CLI test (tests/remediate/test_offset_reset.py). In a full-suite
-# run it followed this module's elections, which move the group coordinator, and its commit helper
-# got NOT_COORDINATOR; the helper now retries, but that was not yet proven in a full run.
+from tests.remediate.test_offset_reset import (  # noqa: F401
+    active,
+    test_cli_dry_run_refusal_execute_and_rollback,
+)
 
 pytestmark = [pytest.mark.kafka]
 
