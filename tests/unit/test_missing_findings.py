@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_health.collect.results import ZOOKEEPER_MODE
-from kafka_health.diagnose.missing import missing_findings, quorum_unanswered
+from kafka_health.diagnose.missing import missing_findings, quorum_lost, quorum_unanswered
 from kafka_health.models.findings import Severity
 from kafka_health.models.snapshot import Missing
 
@@ -45,3 +45,19 @@ def test_other_unread_parts_stay_incomplete_warnings(part: str, reason: str) -> 
     assert not quorum_unanswered(Missing(part=part, reason=reason))
     (found,) = missing_findings([Missing(part=part, reason=reason)])
     assert (found.check, found.severity) == ("snapshot_incomplete", Severity.WARNING)
+
+
+def test_a_quorum_timeout_beside_a_hanging_broker_is_not_called_lost() -> None:
+    """A DescribeQuorum that went to a frozen or dying broker times out like a lost quorum; the
+    rest of the snapshot tells them apart: that broker's other calls time out too, or it is no
+    longer alive (fenced). Then the quorum stays an incomplete part, a warning."""
+    quorum = Missing(part="quorum", reason="timed out after 6.0s")
+    beside = [quorum, Missing(part="log_dirs:2", reason="timed out after 6.0s")]
+    assert quorum_lost(beside, brokers_all_alive=True) is None
+    assert {f.check for f in missing_findings(beside)} == {"snapshot_incomplete"}
+    assert quorum_lost([quorum], brokers_all_alive=False) is None
+    (found,) = missing_findings([quorum], brokers_all_alive=False)
+    assert (found.check, found.severity) == ("snapshot_incomplete", Severity.WARNING)
+    # Other parts missing for other reasons do not hide a lost quorum.
+    refused = [quorum, Missing(part="configs:orders", reason="authorization denied: ...")]
+    assert quorum_lost(refused, brokers_all_alive=True) is quorum

@@ -43,22 +43,44 @@ def _subject(kind: str, detail: str) -> Subject:
 _UNANSWERED = ("timedout", "timeout", "notleader", "leadernotavailable", "noleader")
 
 
+def _unanswered(reason: str) -> bool:
+    text = reason.lower().replace("_", "").replace(" ", "")
+    return "crashed" not in text and any(word in text for word in _UNANSWERED)
+
+
 def quorum_unanswered(m: Missing) -> bool:
-    """The KRaft quorum did not answer DescribeQuorum (timeout / no leader) while the brokers
-    answered metadata (else the whole snapshot is `cluster_unreachable`): it has most likely lost
-    its leader. Refusals (authorization, ZooKeeper mode) and client crashes are not that."""
+    """DescribeQuorum went unanswered (timeout / no leader); refusals (authorization, ZooKeeper
+    mode) and client crashes are not that."""
     if m.part != "quorum" or m.reason == ZOOKEEPER_MODE or security_errors.kind_of(m.reason) is not None:
         return False
-    reason = m.reason.lower().replace("_", "").replace(" ", "")
-    return "crashed" not in reason and any(word in reason for word in _UNANSWERED)
+    return _unanswered(m.reason)
 
 
-def missing_findings(missing: list[Missing]) -> list[Finding]:
+def quorum_lost(missing: list[Missing], *, brokers_all_alive: bool) -> Missing | None:
+    """The quorum's unanswered part when the rest of the snapshot says the quorum, not a broker,
+    is at fault: the brokers answered everything else in time (metadata, else the snapshot is
+    `cluster_unreachable`) and every registered broker is alive. A DescribeQuorum sent to a broker
+    that hangs (frozen, dying) is not that: that broker's other calls time out too, and once it
+    is fenced it is not alive; only a broker frozen for less than broker.session.timeout.ms whose
+    other calls happened to answer could still look the same, for that one cycle."""
+    quorum = next((m for m in missing if quorum_unanswered(m)), None)
+    if quorum is None or not brokers_all_alive:
+        return None
+    if any(_unanswered(m.reason) for m in missing if m.part != "quorum"):
+        return None
+    return quorum
+
+
+def missing_findings(missing: list[Missing], *, brokers_all_alive: bool = True) -> list[Finding]:
+    """A finding per unread part: `quorum_no_leader` (critical) for a quorum that went unanswered
+    while everything else answered (`quorum_lost`), `cluster_unreachable` without metadata,
+    `snapshot_incomplete` (warning) for any other part."""
+    lost = quorum_lost(missing, brokers_all_alive=brokers_all_alive)
     out = []
     for m in missing:
         kind, _, detail = m.part.partition(":")
         feeds = _FEEDS.get(kind, "some checks")
-        if quorum_unanswered(m):
+        if m is lost:
             out.append(
                 Finding(
                     check="quorum_no_leader",

@@ -44,7 +44,7 @@ def run_diagnosis(
     read from `history_root` only when they hold nothing yet."""
     started = time.monotonic()
     t = thresholds or Thresholds()
-    findings = missing_findings(snapshot.missing)
+    findings = missing_findings(snapshot.missing, brokers_all_alive=all(b.alive for b in snapshot.brokers))
     summary = None
     if snapshot.reachable:
         root = str(history_root) if history_root is not None else None
