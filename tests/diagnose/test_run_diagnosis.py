@@ -49,10 +49,20 @@ def test_each_unread_part_is_reported_on_its_subject(spark: SparkSession) -> Non
     ]
     d = run_diagnosis(snap, None, None, spark)
     incomplete = {f.subject.key(): f for f in d.findings if f.check == "snapshot_incomplete"}
-    assert set(incomplete) == {"cluster", "topic/topic=orders", "group/group=billing", "broker/broker=2"}
+    assert set(incomplete) == {"topic/topic=orders", "group/group=billing", "broker/broker=2"}
     assert "disk checks" in incomplete["broker/broker=2"].message
+    # A quorum unanswered while every broker is alive and answered the rest: it has no leader.
+    (lost,) = [f for f in d.findings if f.check == "quorum_no_leader"]
+    assert (lost.subject.key(), lost.severity.value) == ("cluster", "critical")
     assert d.missing == ["quorum", "configs:orders", "group:billing", "log_dirs:2"]
-    assert d.exit_code() == 1
+    assert d.exit_code() == 4  # critical
+
+    # The same quorum timeout beside a fenced broker: the request may have gone to it.
+    fenced = snapshot(partitions=balanced_topic("orders"), broker_list=brokers(0, 1, dead=(2,)))
+    fenced.missing = [Missing(part="quorum", reason="timeout")]
+    d = run_diagnosis(fenced, None, None, spark)
+    assert not [f for f in d.findings if f.check == "quorum_no_leader"]
+    assert [f.subject.key() for f in d.findings if f.check == "snapshot_incomplete"] == ["cluster"]
 
 
 def test_empty_cluster_is_healthy(spark: SparkSession) -> None:

@@ -56,17 +56,24 @@ def quorum_unanswered(m: Missing) -> bool:
     return _unanswered(m.reason)
 
 
+# Parts read with kafka-python, which drops a connection whose request timed out and with it every
+# other request in flight on it: with a lost quorum they time out beside DescribeQuorum (measured:
+# broker_registrations and log_dirs:<N>), so their timeouts do not tell a hanging broker apart.
+_SAME_CONNECTION = {"quorum", "broker_registrations", "log_dirs"}
+
+
 def quorum_lost(missing: list[Missing], *, brokers_all_alive: bool) -> Missing | None:
     """The quorum's unanswered part when the rest of the snapshot says the quorum, not a broker,
-    is at fault: the brokers answered everything else in time (metadata, else the snapshot is
-    `cluster_unreachable`) and every registered broker is alive. A DescribeQuorum sent to a broker
-    that hangs (frozen, dying) is not that: that broker's other calls time out too, and once it
-    is fenced it is not alive; only a broker frozen for less than broker.session.timeout.ms whose
-    other calls happened to answer could still look the same, for that one cycle."""
+    is at fault: every registered broker is alive and the brokers answered the other parts in
+    time (metadata, else the snapshot is `cluster_unreachable`; offsets, configs, groups). A
+    DescribeQuorum sent to a broker that hangs (frozen, dying) is not that: the offsets of the
+    partitions it leads time out too, and once it is fenced it is not alive; only a broker frozen
+    for less than broker.session.timeout.ms that leads nothing could still look the same, for
+    that one cycle."""
     quorum = next((m for m in missing if quorum_unanswered(m)), None)
     if quorum is None or not brokers_all_alive:
         return None
-    if any(_unanswered(m.reason) for m in missing if m.part != "quorum"):
+    if any(_unanswered(m.reason) for m in missing if m.part.partition(":")[0] not in _SAME_CONNECTION):
         return None
     return quorum
 
