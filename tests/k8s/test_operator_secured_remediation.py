@@ -178,6 +178,24 @@ def _bounce(s: Secured, broker: int) -> set[tuple[str, int]]:
     return off
 
 
+class AppGrants:
+    """ACLs granted to the unprivileged user during one test, removed again at its end."""
+
+    def __init__(self, s: Secured) -> None:
+        self.s = s
+        self.granted: list[list[str]] = []
+
+    def grant(self, *acl: str) -> None:
+        args = ["--allow-principal", f"User:{security.APP}", *acl]
+        done = self.s.tb.tool("kafka-acls", ["--add", *args])
+        assert done.returncode == 0, done.stderr
+        self.granted.append(args)
+
+    def revoke_all(self) -> None:
+        for args in reversed(self.granted):
+            self.s.tb.tool("kafka-acls", ["--remove", "--force", *args])
+
+
 def _history(status: dict[str, Any], action: str) -> list[dict[str, Any]]:
     return [h for h in status.get("history") or [] if h["action"] == action]
 
@@ -298,13 +316,8 @@ def test_alter_on_cluster_unlocks_the_election_for_the_unprivileged_user(
     admin = AdminClient(s.conf)
     admin.create_topics([NewTopic(topic, PARTITIONS, 3)], operation_timeout=30)[topic].result(timeout=60)
     wait_for(lambda: s.under_replicated() == 0, timeout=60, what="the topic fully replicated")
-    grants: list[list[str]] = []
-
-    def grant(*acl: str) -> None:
-        args = ["--allow-principal", f"User:{security.APP}", *acl]
-        done = s.tb.tool("kafka-acls", ["--add", *args])
-        assert done.returncode == 0, done.stderr
-        grants.append(args)
+    acls = AppGrants(s)
+    grant = acls.grant
 
     def off() -> set[int]:
         md = AdminClient(s.conf).list_topics(topic=topic, timeout=10)
@@ -370,8 +383,7 @@ def test_alter_on_cluster_unlocks_the_election_for_the_unprivileged_user(
         assert "KafkaAuthorizationDenied" not in {c.get("reason") for c in healed["conditions"]}
     finally:
         kubectl(cp, "delete", "khp", "app-election", "-n", ns, "--wait=true", "--timeout=120s", check=False)
-        for args in reversed(grants):
-            s.tb.tool("kafka-acls", ["--remove", "--force", *args])
+        acls.revoke_all()
 
 
 @pytest.mark.parametrize("secured", ["sasl_ssl"], indirect=True)
@@ -397,13 +409,8 @@ def test_read_on_group_and_topic_unlock_the_offset_reset_for_the_unprivileged_us
     finally:
         consumer.close()
     before = {(topic, p): 7 for p in range(3)}
-    grants: list[list[str]] = []
-
-    def grant(*acl: str) -> None:
-        args = ["--allow-principal", f"User:{security.APP}", *acl]
-        done = s.tb.tool("kafka-acls", ["--add", *args])
-        assert done.returncode == 0, done.stderr
-        grants.append(args)
+    acls = AppGrants(s)
+    grant = acls.grant
 
     requests: list[dict[str, Any]] = []
 
@@ -470,5 +477,4 @@ def test_read_on_group_and_topic_unlock_the_offset_reset_for_the_unprivileged_us
             assert any(e["reason"] == "OffsetResetSucceeded" for e in events_of(cp, ns, "app-reset"))
         finally:
             kubectl(cp, "delete", "khp", "app-reset", "-n", ns, "--wait=true", "--timeout=120s", check=False)
-            for args in reversed(grants):
-                s.tb.tool("kafka-acls", ["--remove", "--force", *args])
+            acls.revoke_all()

@@ -58,22 +58,33 @@ def config(topic: str, min_isr: int = 2, unclean: bool = False) -> TopicConfig:
     return TopicConfig(topic=topic, min_insync_replicas=min_isr, unclean_leader_election_enable=unclean)
 
 
-def quorum(leader: int | None = 0, lags: dict[int, int] | None = None, caught_up_ago_s: float = 0) -> Quorum:
+def quorum(
+    leader: int | None = 0,
+    lags: dict[int, int] | None = None,
+    caught_up_ago_s: float = 0,
+    observers: dict[int, int] | None = None,
+) -> Quorum:
+    """Voters (and observers) by id → lag; a lagging one last caught up `caught_up_ago_s` ago."""
     lags = lags if lags is not None else {0: 0, 1: 0, 2: 0}
     now_ms = int(T0.timestamp() * 1000)
-    return Quorum(
-        leader_id=leader,
-        leader_epoch=5,
-        high_watermark=1000,
-        voters=[
+
+    def members(by_lag: dict[int, int]) -> list[QuorumVoter]:
+        return [
             QuorumVoter(
                 id=v,
                 log_end_offset=1000 - lag,
                 lag=lag,
                 last_caught_up_ms=now_ms - int((caught_up_ago_s if lag else 0) * 1000),
             )
-            for v, lag in lags.items()
-        ],
+            for v, lag in by_lag.items()
+        ]
+
+    return Quorum(
+        leader_id=leader,
+        leader_epoch=5,
+        high_watermark=1000,
+        voters=members(lags),
+        observers=members(observers or {}),
     )
 
 

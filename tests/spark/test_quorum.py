@@ -8,7 +8,6 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafka_health.models.findings import Severity
-from kafka_health.models.snapshot import Quorum, QuorumVoter
 from kafka_health_spark.checks import quorum
 from tests.spark.builders import at, balanced_topic, brokers, check_findings, part, record, snapshot
 from tests.spark.builders import quorum as quorum_state
@@ -74,27 +73,10 @@ def test_voter_unknown_to_a_new_leader_is_lagging(spark: SparkSession) -> None:
     assert f.evidence["lag"] is None
 
 
-def _observers(q: Quorum, lags: dict[int, int], caught_up_ago_s: float = 0) -> Quorum:
-    now_ms = int(q.voters[0].last_caught_up_ms or 0)
-    return q.model_copy(
-        update={
-            "observers": [
-                QuorumVoter(
-                    id=o,
-                    log_end_offset=1000 - lag,
-                    lag=lag,
-                    last_caught_up_ms=now_ms - int((caught_up_ago_s if lag else 0) * 1000),
-                )
-                for o, lag in lags.items()
-            ]
-        }
-    )
-
-
 def test_a_lagging_observer_is_its_own_finding_and_not_a_voter(spark: SparkSession) -> None:
     """Broker-only nodes observe the quorum: one far behind on the metadata log is reported as
     quorum_observer_lagging (warning), and observers never count among the voters."""
-    q = _observers(quorum_state(leader=0), {3: 0, 4: 5000})
+    q = quorum_state(leader=0, observers={3: 0, 4: 5000})
     snap = snapshot(partitions=balanced_topic("t", 5), broker_list=brokers(0, 1, 2, 3, 4), quorum_state=q)
     found = check_findings(spark, quorum.quorum_voter_lagging, snap)
     assert [(f.check, f.subject.broker, f.severity) for f in found] == [
@@ -103,7 +85,7 @@ def test_a_lagging_observer_is_its_own_finding_and_not_a_voter(spark: SparkSessi
     assert found[0].evidence["lag"] == 5000 and "Broker 4 trails the metadata log" in found[0].message
 
     # Caught up long ago counts too; a voter lagging still sees 3 voters, not 5.
-    stale = _observers(quorum_state(leader=0, lags={0: 0, 1: 5000, 2: 0}), {3: 10}, caught_up_ago_s=120)
+    stale = quorum_state(leader=0, lags={0: 0, 1: 5000, 2: 0}, observers={3: 10}, caught_up_ago_s=120)
     snap = snapshot(partitions=balanced_topic("t", 4), broker_list=brokers(0, 1, 2, 3), quorum_state=stale)
     found = {f.check: f for f in check_findings(spark, quorum.quorum_voter_lagging, snap)}
     assert found["quorum_observer_lagging"].subject.broker == 3
@@ -111,7 +93,7 @@ def test_a_lagging_observer_is_its_own_finding_and_not_a_voter(spark: SparkSessi
 
 
 def test_an_observer_that_is_down_is_left_to_broker_missing(spark: SparkSession) -> None:
-    q = _observers(quorum_state(leader=0), {3: 5000})
+    q = quorum_state(leader=0, observers={3: 5000})
     snap = snapshot(
         partitions=balanced_topic("t", 4), broker_list=brokers(0, 1, 2, dead=(3,)), quorum_state=q
     )
