@@ -15,13 +15,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import synthetic
-from diagnose_bench import SIZES, SparkWork
+from diagnose_bench import SIZES, SparkWork, seed_history
 
 
 def main() -> None:
@@ -36,7 +34,6 @@ def main() -> None:
     args = p.parse_args()
     size = SIZES.get(args.size) or int(args.size)
 
-    from kafka_health.history.store import HistoryStore
     from kafka_health_spark.checks import all_checks
     from kafka_health_spark.findings import collect_findings
     from kafka_health_spark.frames import build_frames
@@ -45,13 +42,7 @@ def main() -> None:
     from kafka_health_spark.thresholds import Thresholds
     from kafka_health_spark.windows import HistoryWindows
 
-    shape = synthetic.Shape(size, args.interval)
-    root = Path(tempfile.mkdtemp(prefix="kh-check-costs-"))
-    store = HistoryStore(root)
-    history = args.history_minutes * 60 // args.interval
-    first = shape.samples - history - args.cycles + 1
-    for k in range(first, first + history):
-        store.append(synthetic.snapshot(shape, k))
+    shape, root, store, first, history = seed_history(size, args, "kh-check-costs-")
 
     conf = dict(kv.split("=", 1) for kv in args.conf)
     if args.jfr:

@@ -192,19 +192,28 @@ class SparkWork:
         return jobs, compiles, calls
 
 
-def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
+def seed_history(size: int, args: argparse.Namespace, prefix: str) -> tuple[Any, Path, Any, int, int]:
+    """A fresh history store holding `args.history_minutes` of the synthetic cluster's samples,
+    written as the operator writes them, ending right before the `args.cycles` to diagnose:
+    (shape, root, store, first sample, history samples)."""
     import tempfile
 
     from kafka_health.history.store import HistoryStore
-    from kafka_health_spark.thresholds import Thresholds
 
     shape = synthetic.Shape(size, args.interval)
-    root = Path(tempfile.mkdtemp(prefix="kh-operator-bench-"))
+    root = Path(tempfile.mkdtemp(prefix=prefix))
     store = HistoryStore(root)
     history = args.history_minutes * 60 // args.interval
     first = shape.samples - history - args.cycles + 1
     for k in range(first, first + history):
         store.append(synthetic.snapshot(shape, k))
+    return shape, root, store, first, history
+
+
+def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
+    from kafka_health_spark.thresholds import Thresholds
+
+    shape, root, store, first, history = seed_history(size, args, "kh-operator-bench-")
     thresholds = Thresholds()
     base = PeakRss.now()
     peak = PeakRss()

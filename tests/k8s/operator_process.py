@@ -183,6 +183,14 @@ def wait_status(
     return status
 
 
+def request_finished(results: str, request_id: str) -> Any:
+    """A `wait_status` predicate: status.<results> (rollingRestarts, offsetResets) holds
+    `request_id` Succeeded or Failed."""
+    return lambda s: any(
+        r["id"] == request_id and r["state"] in ("Succeeded", "Failed") for r in s.get(results) or []
+    )
+
+
 def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
     return next((c for c in status.get("conditions", []) if c["type"] == type_), {})
 

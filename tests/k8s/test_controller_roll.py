@@ -34,7 +34,7 @@ from kafka_health.testbed.cluster import CONTROLLER_ID_BASE, Testbed
 from kafka_health.testbed.controlplane import ControlPlane
 from kafka_health.testbed.podstandin import CONTROLLER_STATEFULSET, NAMESPACE, STATEFULSET
 from tests.k8s.conftest import apply_crds
-from tests.k8s.operator_process import apply, chart_operator, kubectl, wait_status
+from tests.k8s.operator_process import apply, chart_operator, kubectl, request_finished, wait_status
 from tests.k8s.test_controller_pods import cli
 from tests.k8s.test_operator_e2e import events_of, policy
 from tests.k8s.test_rolling_restart import ConsumerThread, Load, ProducerThread, read_all
@@ -285,10 +285,7 @@ def test_operator_rolls_dedicated_controllers_first_through_controller_pods(
                 cp,
                 ns,
                 "roll",
-                lambda s: any(
-                    r["id"] == "c1" and r["state"] in ("Succeeded", "Failed")
-                    for r in s.get("rollingRestarts") or []
-                ),
+                request_finished("rollingRestarts", "c1"),
                 timeout=900,
                 what="the operator's roll done",
             )

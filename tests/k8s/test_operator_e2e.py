@@ -29,6 +29,7 @@ from tests.k8s.operator_process import (
     condition,
     get,
     kubectl,
+    request_finished,
     wait_status,
 )
 from tests.observability_doc import documented_families, documented_values
@@ -732,10 +733,7 @@ def test_operator_rolls_every_broker_once_even_when_killed_mid_roll(
             cp,
             ns,
             "roll",
-            lambda s: any(
-                r["id"] == "r1" and r["state"] in ("Succeeded", "Failed")
-                for r in s.get("rollingRestarts", [])
-            ),
+            request_finished("rollingRestarts", "r1"),
             timeout=600,
             what="the roll finished",
         )

@@ -41,6 +41,7 @@ from tests.k8s.operator_process import (
     broker_starts,
     chart_operator,
     kubectl,
+    request_finished,
     wait_status,
 )
 from tests.k8s.test_operator_e2e import _imbalanced_topic, events_of, policy
@@ -214,10 +215,7 @@ def test_higher_priority_join_and_a_frozen_replica_never_double_act(
             cp,
             ns,
             "roll",
-            lambda s: any(
-                r["id"] == "r1" and r["state"] in ("Succeeded", "Failed")
-                for r in s.get("rollingRestarts", [])
-            ),
+            request_finished("rollingRestarts", "r1"),
             timeout=600,
             what="the roll finished",
         )
@@ -351,10 +349,7 @@ def test_two_installs_on_one_kafka_cluster_take_turns(
             cp,
             ns_a,
             "roll",
-            lambda s: any(
-                r["id"] == "r1" and r["state"] in ("Succeeded", "Failed")
-                for r in s.get("rollingRestarts", [])
-            ),
+            request_finished("rollingRestarts", "r1"),
             timeout=600,
             what="the roll finished",
         )

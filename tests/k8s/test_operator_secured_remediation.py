@@ -38,6 +38,7 @@ from tests.k8s.operator_process import (
     condition,
     get,
     kubectl,
+    request_finished,
     wait_status,
 )
 from tests.k8s.test_operator_e2e import events_of
@@ -200,6 +201,11 @@ def _history(status: dict[str, Any], action: str) -> list[dict[str, Any]]:
     return [h for h in status.get("history") or [] if h["action"] == action]
 
 
+def _elected(outcome: str) -> Any:
+    """A `wait_status` predicate: status.history holds an election that ended `outcome`."""
+    return lambda st: any(h["outcome"] == outcome for h in _history(st, "PreferredLeaderElection"))
+
+
 def test_election_offset_reset_with_rollback_and_roll_through_the_operator(
     secured: Secured, tmp_path: Path
 ) -> None:
@@ -220,7 +226,7 @@ def test_election_offset_reset_with_rollback_and_roll_through_the_operator(
             ns,
             "secured",
             lambda st: (
-                any(h["outcome"] == "Succeeded" for h in _history(st, "PreferredLeaderElection"))
+                _elected("Succeeded")(st)
                 and any(
                     r["id"] == "rewind-1" and r["state"] != "Pending" for r in st.get("offsetResets") or []
                 )
@@ -273,10 +279,7 @@ def test_election_offset_reset_with_rollback_and_roll_through_the_operator(
             cp,
             ns,
             "secured",
-            lambda st: any(
-                r["id"] == "r1" and r["state"] in ("Succeeded", "Failed")
-                for r in st.get("rollingRestarts") or []
-            ),
+            request_finished("rollingRestarts", "r1"),
             timeout=600,
             what="the roll finished",
         )
@@ -353,7 +356,7 @@ def test_alter_on_cluster_unlocks_the_election_for_the_unprivileged_user(
             cp,
             ns,
             "app-election",
-            lambda st: any(h["outcome"] == "Failed" for h in _history(st, "PreferredLeaderElection")),
+            _elected("Failed"),
             timeout=300,
             what="the app user's election refused",
         )
@@ -374,7 +377,7 @@ def test_alter_on_cluster_unlocks_the_election_for_the_unprivileged_user(
             cp,
             ns,
             "app-election",
-            lambda st: any(h["outcome"] == "Succeeded" for h in _history(st, "PreferredLeaderElection")),
+            _elected("Succeeded"),
             timeout=300,
             what="the app user's election done",
         )
@@ -428,10 +431,7 @@ def test_read_on_group_and_topic_unlock_the_offset_reset_for_the_unprivileged_us
             cp,
             ns,
             "app-reset",
-            lambda st: any(
-                r["id"] == request_id and r["state"] in ("Succeeded", "Failed")
-                for r in st.get("offsetResets") or []
-            ),
+            request_finished("offsetResets", request_id),
             timeout=300,
             what=f"the app user's reset {request_id} done",
         )
