@@ -25,6 +25,7 @@ is dropped after `request` seconds.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -61,6 +62,7 @@ from kafka_health.models.snapshot import Broker, GroupOffset, LogDir, Partition,
 __all__ = ["AdminCalls"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 _DESCRIBE_QUORUM_API_KEY = 55
@@ -165,8 +167,11 @@ class AdminCalls:
             text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
         return redact(text, self._secrets)
 
-    def _gather(self, futures: Mapping[K, Future[Any]], timeout: float) -> Partial[K, Any]:
-        """Wait for all futures together, at most `timeout` seconds; sort results from errors."""
+    def _gather(
+        self, futures: Mapping[K, Future[Any]], timeout: float, *, librdkafka: bool = True
+    ) -> Partial[K, Any]:
+        """Wait for all futures together, at most `timeout` seconds; sort results from errors.
+        When a librdkafka request timed out, the next call starts on a fresh client (`_renew`)."""
         done, _ = wait(set(futures.values()), timeout=timeout)
         out: Partial[K, Any] = Partial()
         for key, fut in futures.items():
@@ -177,7 +182,21 @@ class AdminCalls:
             else:
                 out.values[key] = fut.result()
         self._drain_logs()
+        if librdkafka and len(done) < len(set(futures.values())):
+            self._renew()
         return out
+
+    def _renew(self) -> None:
+        """Replace the client after one of its requests timed out. A librdkafka client can stay
+        stuck on a connection or a coordinator it chose before a broker bounced (seen in CI: a
+        client kept from before a bounce timed out reading a group's offsets for over a minute
+        after the coordinator moved back, while the operator's client reset those offsets); a
+        fresh client bootstraps, finds the coordinator anew and costs one connection per broker."""
+        if self._admin is None:
+            return
+        log.debug("a Kafka request timed out: the next call uses a fresh client")
+        old, self._admin = self._admin, AdminClient(self._conf)
+        self._retire(old)
 
     def _bounded(self, call: str, fut: Future[T], timeout: float) -> T:
         result = self._gather({call: fut}, timeout)
@@ -501,6 +520,8 @@ class AdminCalls:
                 )
             return parse.log_dirs(broker, results)
 
-        raw = self._gather({b: self._kp.submit(one, b) for b in ids}, self.timeouts.request + 1)
+        raw = self._gather(
+            {b: self._kp.submit(one, b) for b in ids}, self.timeouts.request + 1, librdkafka=False
+        )
         out.values, out.errors = raw.values, raw.errors
         return out

@@ -1,0 +1,44 @@
+"""A librdkafka client whose request timed out is replaced before the next call (admin_calls._renew)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from kafka_health.collect.admin_calls import AdminCalls
+from kafka_health.collect.results import Timeouts
+from kafka_health.testbed import faults
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_timed_out_group_read_renews_the_client_for_the_next_call() -> None:
+    calls = AdminCalls({"bootstrap.servers": f"127.0.0.1:{_closed_port()}"}, timeouts=Timeouts(2, 2))
+    try:
+        first = calls.client
+        read = calls.group_offsets(["billing"])
+        assert read.values == {} and read.errors["billing"].startswith("timed out after"), read.errors
+        assert calls.client is not first
+    finally:
+        calls.close()
+
+
+@pytest.mark.kafka
+def test_answered_calls_keep_their_client(bootstrap: str, unique_name: str) -> None:
+    # In this process, so no group call: librdkafka #5040 can crash an OffsetFetch on a fresh
+    # cluster (the operator runs these calls in its client process, `client_host`).
+    faults.create_topic(bootstrap, unique_name)
+    calls = AdminCalls({"bootstrap.servers": bootstrap}, timeouts=Timeouts(10, 10))
+    try:
+        first = calls.client
+        assert calls.metadata().brokers
+        read = calls.list_offsets([(unique_name, 0)])
+        assert read.errors == {} and read.values[(unique_name, 0)].log_end_offset == 0, read
+        assert calls.client is first
+    finally:
+        calls.close()
