@@ -12,10 +12,12 @@ cluster is a critical finding (4), not a failure of the command.
 from __future__ import annotations
 
 import sys
+import threading
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +26,9 @@ from kafka_health.collect import security_errors
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health_spark.thresholds import ThresholdError, Thresholds, parse_overrides
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 HEALTHY, WARNINGS, USAGE, FAILED, CRITICAL = 0, 1, 2, 3, 4
 
@@ -46,6 +51,23 @@ def collect(bootstrap_servers: str, cluster: str, command_config: Path | None = 
 
     with KafkaAdmin(kafka_options.connection(bootstrap_servers, command_config)) as admin:
         return collect_snapshot(admin, cluster, lambda: datetime.now(UTC))
+
+
+def _start_spark(**session: str | None) -> Future[SparkSession]:
+    """`get_session(**session)` in a daemon thread; the future holds the session or its error.
+    A command that fails before it needs Spark exits without waiting (the JVM ends with it)."""
+    started: Future[SparkSession] = Future()
+
+    def run() -> None:
+        try:
+            from kafka_health_spark.session import get_session
+
+            started.set_result(get_session(**session))  # type: ignore[arg-type]
+        except BaseException as exc:  # handed to the caller, which reports it
+            started.set_exception(exc)
+
+    threading.Thread(target=run, name="spark-start", daemon=True).start()
+    return started
 
 
 def render(diagnosis: Diagnosis, output: Output, members: bool = False) -> str:
@@ -157,6 +179,9 @@ def diagnose(
         raise typer.BadParameter(str(exc), param_hint="--threshold") from exc
     log = quiet.start(verbose, log_file)
     see_log = f" (details: {log})" if log else ""
+    # The JVM starts while the cluster is read: the two take seconds each and need nothing of
+    # each other (bench/oneshot_bench.py).
+    spark_session = _start_spark(master=spark_master, remote=spark_remote, driver_memory=spark_driver_memory)
 
     if snapshot_file is not None:
         try:
@@ -188,11 +213,10 @@ def diagnose(
             typer.secho(f"history: not appended ({result.skipped})", err=True)
 
     from kafka_health.diagnose import run_diagnosis
-    from kafka_health_spark.session import get_session
 
     try:
         with quiet.progress("starting Spark"):
-            spark = get_session(master=spark_master, remote=spark_remote, driver_memory=spark_driver_memory)
+            spark = spark_session.result()
         with quiet.progress("diagnosing" + (f" (reading {history})" if history else "")):
             diagnosis = run_diagnosis(snapshot, history, thresholds, spark)
     except Exception as exc:  # Spark reports JVM and connection errors as many types
