@@ -15,6 +15,13 @@ suit small, frequent jobs (measured with bench/diagnose_bench.py, docs/diagnosti
   it, ~13k without);
 - few shuffle partitions, no UI, UTC session time (history timestamps are UTC), Spark's own
   logging reduced to errors on stderr.
+
+A short-lived embedded session (`kafka-health diagnose`: one diagnosis, then the JVM exits) is
+tuned for a cold JVM instead: the JIT's first tier only and the serial collector (HotSpot's
+optimizing compiler and G1's threads compete with the work for 2 cores and never pay back in
+one run), and Spark's expression interpreter instead of generated code (compiling ~300 classes
+with Janino costs more than interpreting a run's rows). Measured with bench/oneshot_bench.py
+and on a saved 100k-partition snapshot (same findings; docs/diagnostics.md "Performance").
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ DEFAULT_MASTER = "local[*]"
 DEFAULT_SHUFFLE_PARTITIONS = 2
 # Static: applies when this process starts the JVM (a Spark cluster's driver is this process too).
 CODEGEN_CACHE_ENTRIES = "4096"
+# A JVM that runs one diagnosis and exits (see the module docstring).
+SHORT_LIVED_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SHORT_LIVED_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 class SessionConflictError(RuntimeError):
@@ -47,12 +57,14 @@ def get_session(
     shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS,
     driver_memory: str = "1g",
     conf: dict[str, str] | None = None,
+    short_lived: bool = False,
 ) -> SparkSession:
     """Get or create the process's session.
 
     `remote` (``sc://host:port``) connects through Spark Connect; otherwise `master` is a Spark
     master URL (``spark://…``, ``yarn``, ``k8s://…``) or, by default, embedded ``local[*]``.
-    `driver_memory` only applies when this call starts the JVM.
+    `driver_memory` only applies when this call starts the JVM; so does `short_lived` (one
+    diagnosis, then exit: tuned for a cold JVM), and only for an embedded ``local`` master.
     """
     if master and remote:
         raise ValueError("give either a Spark master or a Spark Connect URL, not both")
@@ -79,14 +91,17 @@ def get_session(
     if target.startswith("local"):
         # Bind the embedded driver to loopback: no firewall prompts, no "resolves to a loopback" warning.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    log4j = f"-Dlog4j2.configurationFile={_log4j_config().as_uri()}"
+    java_options = f"-Dlog4j2.configurationFile={_log4j_config().as_uri()}"
+    if short_lived and target.startswith("local"):
+        java_options += f" {SHORT_LIVED_JAVA_OPTIONS}"
+        runtime = {**SHORT_LIVED_CONF, **runtime}
     builder = (
         SparkSession.builder.master(target)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", driver_memory)
-        .config("spark.driver.extraJavaOptions", log4j)
+        .config("spark.driver.extraJavaOptions", java_options)
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.codegen.cache.maxEntries", CODEGEN_CACHE_ENTRIES)
         # Read once by PySpark when the first column function runs: it must be set at start.

@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -53,7 +53,7 @@ def collect(bootstrap_servers: str, cluster: str, command_config: Path | None = 
         return collect_snapshot(admin, cluster, lambda: datetime.now(UTC))
 
 
-def _start_spark(**session: str | None) -> Future[SparkSession]:
+def _start_spark(**session: Any) -> Future[SparkSession]:
     """`get_session(**session)` in a daemon thread; the future holds the session or its error.
     A command that fails before it needs Spark exits without waiting (the JVM ends with it)."""
     started: Future[SparkSession] = Future()
@@ -62,7 +62,7 @@ def _start_spark(**session: str | None) -> Future[SparkSession]:
         try:
             from kafka_health_spark.session import get_session
 
-            started.set_result(get_session(**session))  # type: ignore[arg-type]
+            started.set_result(get_session(**session))
         except BaseException as exc:  # handed to the caller, which reports it
             started.set_exception(exc)
 
@@ -181,7 +181,9 @@ def diagnose(
     see_log = f" (details: {log})" if log else ""
     # The JVM starts while the cluster is read: the two take seconds each and need nothing of
     # each other (bench/oneshot_bench.py).
-    spark_session = _start_spark(master=spark_master, remote=spark_remote, driver_memory=spark_driver_memory)
+    spark_session = _start_spark(
+        master=spark_master, remote=spark_remote, driver_memory=spark_driver_memory, short_lived=True
+    )
 
     if snapshot_file is not None:
         try:
