@@ -22,9 +22,7 @@ def _ts(micros: int) -> datetime:
 
 
 def summarize(frames: Frames) -> DiagnosisSummary:
-    """Collect the summary: two Spark jobs (the per-broker table with the cluster's totals as one
-    more row; the lag and disk series together), where six separate actions cost four more
-    jobs' fixed overhead (~0.1 s each on 2 cores) every cycle."""
+    """Collect the summary (three small queries)."""
     p = frames.partitions
     hosted = (
         p.select(F.explode("replicas").alias("broker"))
@@ -55,12 +53,10 @@ def summarize(frames: Frames) -> DiagnosisSummary:
         .join(preferred, "broker", "left")
         .join(disk, "broker", "left")
         .fillna(0, subset=["partitions", "leaders", "preferred_leaders"])
-        .withColumn("row", F.lit("broker"))
+        .orderBy("broker")
     )
-    totals = p.agg(
-        F.countDistinct("topic").alias("topics"), F.count(F.lit(1)).alias("partition_count")
-    ).unionByName(frames.groups.agg(F.count(F.lit(1)).alias("group_count")), allowMissingColumns=True)
-    table = brokers.unionByName(totals.withColumn("row", F.lit("totals")), allowMissingColumns=True)
+    counts = p.agg(F.countDistinct("topic").alias("topics"), F.count(F.lit(1)).alias("partitions")).first()
+    group_count = frames.groups.count()
 
     lag = (
         frames.group_offset_samples.where(F.col("committed_offset").isNotNull())
@@ -73,44 +69,16 @@ def summarize(frames: Frames) -> DiagnosisSummary:
         .limit(TOP_GROUPS)
         .select("group_id")
     )
-    series = (
-        lag.join(top, "group_id")
-        .select(
-            F.lit("lag").alias("series"),
-            F.col("group_id").alias("key"),
-            F.unix_micros("ts").alias("us"),
-            F.col("lag").cast("double").alias("value"),
-        )
-        .unionByName(
-            frames.broker_samples.where(F.col("used_bytes").isNotNull()).select(
-                F.lit("disk").alias("series"),
-                F.col("broker").cast("string").alias("key"),
-                F.unix_micros("ts").alias("us"),
-                F.col("used_bytes").cast("double").alias("value"),
-            )
-        )
+    lag_rows = lag.join(top, "group_id").select("group_id", F.unix_micros("ts").alias("us"), "lag").collect()
+    disk_rows = (
+        frames.broker_samples.where(F.col("used_bytes").isNotNull())
+        .select("broker", F.unix_micros("ts").alias("us"), "used_bytes")
+        .collect()
     )
-    rows = table.collect()
-    points = series.collect()
-    broker_rows = sorted((r for r in rows if r["row"] == "broker"), key=lambda r: r["broker"])
-    topics = sum(int(r["topics"] or 0) for r in rows if r["row"] == "totals")
-    partitions = sum(int(r["partition_count"] or 0) for r in rows if r["row"] == "totals")
-    groups = sum(int(r["group_count"] or 0) for r in rows if r["row"] == "totals")
-
-    def points_of(name: str) -> list[SeriesPoint]:
-        return sorted(
-            (
-                SeriesPoint(ts=_ts(r["us"]), key=r["key"], value=float(r["value"]))
-                for r in points
-                if r["series"] == name
-            ),
-            key=lambda s: (s.key, s.ts),
-        )
-
     return DiagnosisSummary(
-        topics=topics,
-        partitions=partitions,
-        groups=groups,
+        topics=int(counts["topics"]) if counts else 0,
+        partitions=int(counts["partitions"]) if counts else 0,
+        groups=group_count,
         brokers=[
             BrokerSummary(
                 broker=r["broker"],
@@ -122,8 +90,17 @@ def summarize(frames: Frames) -> DiagnosisSummary:
                 total_bytes=r["total_bytes"],
                 usable_bytes=r["usable_bytes"],
             )
-            for r in broker_rows
+            for r in brokers.collect()
         ],
-        lag=points_of("lag"),
-        disk_used_bytes=points_of("disk"),
+        lag=sorted(
+            (SeriesPoint(ts=_ts(r["us"]), key=r["group_id"], value=float(r["lag"])) for r in lag_rows),
+            key=lambda s: (s.key, s.ts),
+        ),
+        disk_used_bytes=sorted(
+            (
+                SeriesPoint(ts=_ts(r["us"]), key=str(r["broker"]), value=float(r["used_bytes"]))
+                for r in disk_rows
+            ),
+            key=lambda s: (s.key, s.ts),
+        ),
     )
