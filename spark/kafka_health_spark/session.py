@@ -30,6 +30,7 @@ import os
 from importlib import resources
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
@@ -92,7 +93,8 @@ def get_session(
         # Bind the embedded driver to loopback: no firewall prompts, no "resolves to a loopback" warning.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     java_options = f"-Dlog4j2.configurationFile={_log4j_config().as_uri()}"
-    if short_lived and target.startswith("local"):
+    starts_jvm = SparkContext._active_spark_context is None  # else the running one is reused
+    if short_lived and starts_jvm and target.startswith("local"):
         java_options += f" {SHORT_LIVED_JAVA_OPTIONS}"
         runtime = {**SHORT_LIVED_CONF, **runtime}
     builder = (

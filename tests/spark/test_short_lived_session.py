@@ -1,0 +1,45 @@
+"""`get_session(short_lived=True)`: the one-shot CLI's cold-JVM settings apply only to a JVM that
+call starts, never to a session the process already runs (the operator's, a test run's)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from pyspark.sql import SparkSession
+
+from kafka_health_spark.session import SHORT_LIVED_CONF, SHORT_LIVED_JAVA_OPTIONS, get_session
+
+pytestmark = pytest.mark.spark
+
+PROBE = """
+from kafka_health_spark.session import get_session
+s = get_session(short_lived=True)
+print(s.conf.get("spark.sql.codegen.factoryMode"), s.conf.get("spark.sql.codegen.wholeStage"))
+print(s.sparkContext.getConf().get("spark.driver.extraJavaOptions"))
+print(s.range(5).selectExpr("sum(id * 2) AS total").first()["total"])
+"""
+
+
+def test_a_short_lived_jvm_starts_tuned_for_one_run() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    modes, java, total = done.stdout.strip().splitlines()[-3:]
+    assert modes.split() == [SHORT_LIVED_CONF["spark.sql.codegen.factoryMode"], "false"]
+    assert java.endswith(SHORT_LIVED_JAVA_OPTIONS), java
+    assert total == "20"  # the interpreter computes what generated code would
+
+
+def test_a_running_session_keeps_its_settings(spark: SparkSession) -> None:
+    before = (spark.conf.get("spark.sql.codegen.factoryMode"), spark.conf.get("spark.sql.codegen.wholeStage"))
+    # The fixture's own arguments: only short_lived differs (other runtime settings would apply).
+    again = get_session(master="local[2]", shuffle_partitions=4, driver_memory="1g", short_lived=True)
+    assert again is spark
+    assert (
+        again.conf.get("spark.sql.codegen.factoryMode"),
+        again.conf.get("spark.sql.codegen.wholeStage"),
+    ) == before
+    assert before == ("FALLBACK", "true")
