@@ -30,12 +30,10 @@ import time
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient
 
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 
-REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SPARK_START = (
     "from kafka_health.cli.main import app\n"
@@ -56,7 +54,7 @@ def _timed(cmd: list[str], ok: tuple[int, ...] = (0,), env: dict[str, str] | Non
 
 def _shapes(bootstrap: str) -> None:
     """A lagging group on a 6-partition topic and an RF-1 topic of 2 partitions (once per testbed)."""
-    if "oneshot-orders" in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics:
+    if "oneshot-orders" in faults.admin(bootstrap).list_topics(timeout=10).topics:
         return
     faults.create_topic(bootstrap, "oneshot-orders", partitions=6, rf=3)
     faults.create_topic(bootstrap, "oneshot-fragile", partitions=2, rf=1)
@@ -75,6 +73,10 @@ def _shapes(bootstrap: str) -> None:
             seen += 1
     consumer.commit(asynchronous=False)
     consumer.close()
+
+
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
 def _row(name: str, figures: list[float]) -> str:
@@ -104,7 +106,7 @@ def main() -> None:
     bootstrap = state.bootstrap_servers
     _shapes(bootstrap)
     source = ["--snapshot", str(args.snapshot)] if args.snapshot else ["-b", bootstrap]
-    print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(), flush=True)
+    print(_uptime(), flush=True)
 
     cli = str(BIN / "kafka-health")
     python = [_timed([cli, "--help"]) for _ in range(args.runs)]
@@ -135,7 +137,7 @@ def main() -> None:
         rows.append(("diagnose@base", baseline))
     for name, figures in rows:
         print(_row(name, figures))
-    print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    print(_uptime())
 
 
 if __name__ == "__main__":

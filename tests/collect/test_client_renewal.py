@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from kafka_health.collect.admin_calls import AdminCalls
 from kafka_health.collect.results import Timeouts
 from kafka_health.testbed import faults
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.collect.ports import closed_port
 
 
 def test_a_timed_out_group_read_renews_the_client_for_the_next_call() -> None:
-    calls = AdminCalls({"bootstrap.servers": f"127.0.0.1:{_closed_port()}"}, timeouts=Timeouts(2, 2))
+    calls = AdminCalls({"bootstrap.servers": f"127.0.0.1:{closed_port()}"}, timeouts=Timeouts(2, 2))
     try:
         first = calls.client
         read = calls.group_offsets(["billing"])

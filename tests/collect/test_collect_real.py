@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import socket
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from kafka_health.history.store import HistoryStore
 from kafka_health.models.snapshot import ClusterSnapshot, Partition
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
+from tests.collect.ports import closed_port
 
 pytestmark = pytest.mark.kafka
 
@@ -185,17 +185,11 @@ def test_frozen_broker_gives_a_partial_snapshot_within_the_bound(kafka: Testbed,
     assert {d.broker_id for d in snap.log_dirs} == {0, 1}
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_unreachable_cluster_is_reported_quickly_without_leaking_secrets(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     conf = {
-        "bootstrap.servers": f"127.0.0.1:{_closed_port()}",
+        "bootstrap.servers": f"127.0.0.1:{closed_port()}",
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "PLAIN",
         "sasl.username": "ops",

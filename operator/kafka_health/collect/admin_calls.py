@@ -186,7 +186,7 @@ class AdminCalls:
             self._renew()
         return out
 
-    def _renew(self) -> None:
+    def _renew(self, fresh: AdminClient | None = None) -> None:
         """Replace the client after one of its requests timed out. A librdkafka client can stay
         stuck on a connection or a coordinator it chose before a broker bounced (seen in CI: a
         client kept from before a bounce timed out reading a group's offsets for over a minute
@@ -195,7 +195,7 @@ class AdminCalls:
         if self._admin is None:
             return
         log.debug("a Kafka request timed out: the next call uses a fresh client")
-        old, self._admin = self._admin, AdminClient(self._conf)
+        old, self._admin = self._admin, fresh or AdminClient(self._conf)
         self._retire(old)
 
     def _bounded(self, call: str, fut: Future[T], timeout: float) -> T:
@@ -227,8 +227,7 @@ class AdminCalls:
                 raise AdminCallError("metadata", self._why(started, self.reason(exc))) from None
             finally:
                 fresh.poll(0)
-            self._retire(self._admin)
-            self._admin = fresh
+            self._renew(fresh)
         finally:
             self._drain_logs()
         brokers = [Broker(id=b.id, host=b.host, port=b.port, alive=True) for b in md.brokers.values()]
