@@ -1,11 +1,23 @@
-"""A local TCP port nobody listens on: a cluster that cannot be reached."""
+"""Local TCP ports for clusters that cannot be reached: one nobody listens on, and one that
+accepts connections and never answers (what a frozen broker looks like to a client)."""
 
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextmanager
+def silent_listener() -> Iterator[int]:
+    """A port whose connections the kernel accepts (backlog) and nobody ever reads or answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield int(s.getsockname()[1])

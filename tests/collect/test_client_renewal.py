@@ -1,13 +1,17 @@
-"""A librdkafka client whose request timed out is replaced before the next call (admin_calls._renew)."""
+"""A librdkafka client whose request timed out is replaced before the next call (admin_calls._renew);
+a kafka-python client bootstraps past a server that never answers (kafka_python._bootstrap)."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from kafka_health.collect.admin_calls import AdminCalls
+from kafka_health.collect.kafka_python import KafkaPython
 from kafka_health.collect.results import Timeouts
 from kafka_health.testbed import faults
-from tests.collect.ports import closed_port
+from tests.collect.ports import closed_port, silent_listener
 
 
 def test_a_timed_out_group_read_renews_the_client_for_the_next_call() -> None:
@@ -35,3 +39,25 @@ def test_answered_calls_keep_their_client(bootstrap: str, unique_name: str) -> N
         assert calls.client is first
     finally:
         calls.close()
+
+
+@pytest.mark.kafka
+def test_kafka_python_bootstraps_past_a_server_that_never_answers(bootstrap: str) -> None:
+    # A listening socket nobody accepts on: the kernel completes the TCP handshake and nothing
+    # ever answers, as with a frozen broker. kafka-python alone would wait on it for the whole
+    # bootstrap timeout when it picked it; each server now gets its share.
+    with silent_listener() as silent:
+        servers = [f"127.0.0.1:{silent}", bootstrap.split(",")[0]]
+        kp = KafkaPython({"bootstrap_servers": servers}, Timeouts(metadata=6, request=3), str)
+        try:
+            started = time.monotonic()
+            first = kp.client()  # tries the silent server first, for 3 s of the 6
+            took = time.monotonic() - started
+            assert 2.5 <= took < 6, took
+            assert kp.call("describe_cluster", lambda c: c.describe_cluster(), 5)["brokers"]
+            kp._replace(first)
+            started = time.monotonic()
+            kp.client()  # the next client starts at the next server
+            assert time.monotonic() - started < 2.5
+        finally:
+            kp.close()

@@ -168,7 +168,10 @@ def test_stopped_broker_is_not_alive_and_its_replicas_leave_the_isr(
     assert snap.quorum is not None and snap.quorum.leader_id == int(tool_quorum(kafka)["LeaderId"])
 
 
-def test_frozen_broker_gives_a_partial_snapshot_within_the_bound(kafka: Testbed, bootstrap: str) -> None:
+def test_frozen_broker_gives_a_partial_snapshot_within_the_bound(
+    kafka: Testbed, bootstrap: str, unique_name: str
+) -> None:
+    faults.create_topic(bootstrap, unique_name)  # partitions to read, whichever tests ran before
     timeouts = Timeouts(metadata=4, request=3)
     with KafkaAdmin({"bootstrap.servers": bootstrap}, timeouts=timeouts) as admin:
         assert collect_snapshot(admin, "testbed", now).missing == []  # connections to every broker are up

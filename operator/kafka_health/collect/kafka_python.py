@@ -4,10 +4,16 @@ kafka-python's calls block without an overall deadline and its client bootstraps
 it is created on first use, every call runs in a small pool bounded by a timeout, and a client
 that stopped answering (stuck on a frozen broker) is replaced: the old one is closed only once
 the calls other threads still run on it have timed out by themselves.
+
+kafka-python bootstraps from one bootstrap server picked at random and waits on it until its
+timeout; a frozen broker accepts the connection and never answers, so that one pick would use
+the whole budget. A client is therefore bootstrapped from one server at a time, each with an
+equal share of the budget, starting one server further along at each new client.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -29,21 +35,45 @@ class KafkaPython:
         self._reason = reason
         self._client: Any = None
         self._lock = threading.Lock()
+        self._servers: list[str] = list(kwargs.get("bootstrap_servers") or [])
+        self._start = 0  # the bootstrap server the next client tries first
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kafka-python")
 
     def client(self) -> Any:
         """The current client, bootstrapping one if needed (blocks up to the metadata timeout)."""
         with self._lock:
             if self._client is None:
-                from kafka import KafkaAdminClient
+                self._client = self._bootstrap()
+            return self._client
 
-                self._client = KafkaAdminClient(
-                    **self._kwargs,
+    def _bootstrap(self) -> Any:
+        """A new client, from the first bootstrap server (in rotation) that answers in its share."""
+        from kafka import KafkaAdminClient
+
+        servers: list[str | None] = list(self._servers) or [None]
+        order = servers[self._start :] + servers[: self._start]
+        self._start = (self._start + 1) % len(servers)
+        share = self._timeouts.metadata / len(order)
+        error: BaseException | None = None
+        for server in order:
+            kwargs = dict(self._kwargs) if server is None else {**self._kwargs, "bootstrap_servers": [server]}
+            client = KafkaAdminClient.__new__(KafkaAdminClient)
+            try:
+                client.__init__(
+                    **kwargs,
                     request_timeout_ms=int(self._timeouts.request * 1000),
-                    bootstrap_timeout_ms=int(self._timeouts.metadata * 1000),
+                    bootstrap_timeout_ms=int(share * 1000),
                     metadata_max_age_ms=30_000,
                 )
-            return self._client
+                return client
+            except Exception as exc:  # the next server may answer; the last error is raised
+                error = exc
+                inner = getattr(client, "_client", None)  # a failed bootstrap leaves its IO thread running
+                if inner is not None:
+                    with contextlib.suppress(Exception):
+                        inner.close()
+        assert error is not None
+        raise error
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
         """Run `fn` in the pool (callers bound the returned future)."""
