@@ -1,5 +1,6 @@
 """`get_session(short_lived=True)`: the one-shot CLI's cold-JVM settings apply only to a JVM that
-call starts, never to a session the process already runs (the operator's, a test run's)."""
+call starts, never to a session the process already runs (the operator's, a test run's); a
+long-lived JVM gets the heap-sizing settings instead."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import sys
 import pytest
 from pyspark.sql import SparkSession
 
-from kafka_health_spark.session import SHORT_LIVED_CONF, SHORT_LIVED_JAVA_OPTIONS, get_session
+from kafka_health_spark.session import (
+    LONG_LIVED_JAVA_OPTIONS,
+    SHORT_LIVED_CONF,
+    SHORT_LIVED_JAVA_OPTIONS,
+    get_session,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -43,3 +49,12 @@ def test_a_running_session_keeps_its_settings(spark: SparkSession) -> None:
         again.conf.get("spark.sql.codegen.wholeStage"),
     ) == before
     assert before == ("FALLBACK", "true")
+
+
+def test_a_long_lived_jvm_grows_its_heap_only_as_needed(spark: SparkSession) -> None:
+    # The flags the JVM actually runs with, as it reports them (not the configuration text).
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    running = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert set(LONG_LIVED_JAVA_OPTIONS.split()) <= set(running), running
+    assert not set(SHORT_LIVED_JAVA_OPTIONS.split()) & set(running), running
