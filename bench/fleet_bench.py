@@ -124,7 +124,8 @@ def run(n: int, args: argparse.Namespace) -> dict[str, Any]:
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if done.returncode or not lines:
-        return {"policies": n, "failed": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+        errors = [ln.strip() for ln in done.stderr.splitlines() if "Error" in ln or "Exception" in ln]
+        return {"policies": n, "failed": (errors or done.stderr.strip().splitlines() or ["no output"])[-1]}
     return dict(json.loads(lines[-1]))
 
 
@@ -152,7 +153,7 @@ def main() -> None:
     print(f"uptime before: {uptime}")
     header = (
         f"{'policies':>8} {'cold':>7} {'warm median':>12} {'worst':>7} {'overran':>8} "
-        f"{'worst late':>11} {'CPU/cycle/policy':>17} {'peak RSS':>9}  holds"
+        f"{'worst late':>11} {'CPU/cycle/policy':>17} {'peak RSS (over base)':>21}  holds"
     )
     print(header)
     held = 0
@@ -168,7 +169,7 @@ def main() -> None:
         print(
             f"{n:>8} {max(r['cold_cycle_s']):>6.1f}s {statistics.median(walls):>11.2f}s {max(walls):>6.2f}s "
             f"{overran:>4}/{len(walls):<3} {max(late):>10.2f}s {r['cpu_per_cycle_s']:>16.2f}s "
-            f"{r['peak_mib']:>6.0f} MiB  {'yes' if holds else 'no'}{'' if r['agree'] else ' (policies disagree!)'}",
+            f"{r['peak_mib']:>6.0f} MiB (+{r['peak_mib'] - r['base_mib']:.0f})  {'yes' if holds else 'no'}{'' if r['agree'] else ' (policies disagree!)'}",
             flush=True,
         )
     print(f"largest fleet held: {held} policies of {args.size} partitions at a {args.interval:g} s interval")
