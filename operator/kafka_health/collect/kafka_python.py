@@ -8,7 +8,8 @@ the calls other threads still run on it have timed out by themselves.
 kafka-python bootstraps from one bootstrap server picked at random and waits on it until its
 timeout; a frozen broker accepts the connection and never answers, so that one pick would use
 the whole budget. A client is therefore bootstrapped from one server at a time, each with an
-equal share of the budget, starting one server further along at each new client.
+equal share of the budget (at least `MIN_BOOTSTRAP_SHARE`), starting one server further along at
+each new client.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from typing import Any, TypeVar
 from kafka_health.collect.results import AdminCallError, Timeouts
 
 T = TypeVar("T")
+
+# The least time one bootstrap server gets (a loaded broker with TLS can take a second or so to
+# answer); with many servers, the later ones may not get a turn within the metadata timeout.
+MIN_BOOTSTRAP_SHARE = 2.0
 
 
 class KafkaPython:
@@ -53,16 +58,21 @@ class KafkaPython:
         servers: list[str | None] = list(self._servers) or [None]
         order = servers[self._start :] + servers[: self._start]
         self._start = (self._start + 1) % len(servers)
-        share = self._timeouts.metadata / len(order)
-        error: BaseException | None = None
-        for server in order:
+        budget = self._timeouts.metadata
+        share = max(budget / len(order), min(budget, MIN_BOOTSTRAP_SHARE))
+        deadline = time.monotonic() + budget
+        error: BaseException = AdminCallError("bootstrap", "no time left")
+        for turn, server in enumerate(order):
+            wait = min(share, deadline - time.monotonic())
+            if turn and wait < MIN_BOOTSTRAP_SHARE / 4:
+                break  # the first server always gets its try
             kwargs = dict(self._kwargs) if server is None else {**self._kwargs, "bootstrap_servers": [server]}
             client = KafkaAdminClient.__new__(KafkaAdminClient)
             try:
                 client.__init__(
                     **kwargs,
                     request_timeout_ms=int(self._timeouts.request * 1000),
-                    bootstrap_timeout_ms=int(share * 1000),
+                    bootstrap_timeout_ms=int(wait * 1000),
                     metadata_max_age_ms=30_000,
                 )
                 return client
@@ -72,7 +82,6 @@ class KafkaPython:
                 if inner is not None:
                     with contextlib.suppress(Exception):
                         inner.close()
-        assert error is not None
         raise error
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
