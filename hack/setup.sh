@@ -47,4 +47,8 @@ if [ "$linked" != "$here" ]; then
   "$VENV/bin/pip" install -q --no-deps --no-build-isolation -e . >/dev/null
 fi
 ln -sfn "$VENV" .venv
+# The driver JVM's class archive for this JDK and Spark (kafka_health_spark/class_archive.py):
+# built once (~1 min), it halves a cold Spark start. Without it everything works, only slower.
+"$VENV/bin/python" -m kafka_health.diagnose.class_archive \
+  || echo "setup: no Spark class archive (Spark starts slower; see the line above)" >&2
 echo "setup: ok ($VENV)" >&2

@@ -68,7 +68,10 @@ def to_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> Data
 
 
 def empty_frame(spark: SparkSession, schema: T.StructType) -> DataFrame:
-    return spark.createDataFrame([], schema=schema)
+    """No rows, in a way Spark's optimizer can see: `limit(0)` becomes an empty local relation,
+    and every plan built only on it is pruned without a job (an empty Python list alone becomes
+    an RDD Spark must run to find empty)."""
+    return spark.createDataFrame([], schema=schema).limit(0)
 
 
 def read_history(

@@ -29,6 +29,9 @@ optimizing compiler and G1's threads compete with the work for 2 cores and never
 one run), and Spark's expression interpreter instead of generated code (compiling ~300 classes
 with Janino costs more than interpreting a run's rows). Measured with bench/oneshot_bench.py
 and on a saved 100k-partition snapshot (same findings; docs/diagnostics.md "Performance").
+
+Every driver JVM this process starts maps the class archive when one was built for its JDK and
+Spark (`class_archive`): half of a cold start is loading classes.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from pathlib import Path
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from kafka_health_spark import class_archive
+
 DEFAULT_MASTER = "local[*]"
 DEFAULT_SHUFFLE_PARTITIONS = 2
 # Static: applies when this process starts the JVM (a Spark cluster's driver is this process too).
@@ -48,6 +53,8 @@ CODEGEN_CACHE_ENTRIES = "4096"
 LONG_LIVED_JAVA_OPTIONS = "-XX:GCTimeRatio=4 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
 # A JVM that runs one diagnosis and exits (see the module docstring).
 SHORT_LIVED_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Writing a class archive at exit takes ~10 s on 2 cores.
+JVM_EXIT_TIMEOUT_S = 120
 SHORT_LIVED_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
@@ -68,6 +75,7 @@ def get_session(
     driver_memory: str = "1g",
     conf: dict[str, str] | None = None,
     short_lived: bool = False,
+    record_classes_to: Path | None = None,
 ) -> SparkSession:
     """Get or create the process's session.
 
@@ -75,6 +83,8 @@ def get_session(
     master URL (``spark://…``, ``yarn``, ``k8s://…``) or, by default, embedded ``local[*]``.
     `driver_memory` only applies when this call starts the JVM; so does `short_lived` (one
     diagnosis, then exit: tuned for a cold JVM), and only for an embedded ``local`` master.
+    `record_classes_to` makes the JVM write a class archive there when it exits (`class_archive`;
+    `stop_session(wait_for_jvm=True)` waits for it).
     """
     if master and remote:
         raise ValueError("give either a Spark master or a Spark Connect URL, not both")
@@ -103,6 +113,8 @@ def get_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     java_options = f"-Dlog4j2.configurationFile={_log4j_config().as_uri()}"
     starts_jvm = SparkContext._active_spark_context is None  # else the running one is reused
+    if starts_jvm:
+        java_options += f" {class_archive.java_options(record_classes_to)}"
     if short_lived and starts_jvm and target.startswith("local"):
         java_options += f" {SHORT_LIVED_JAVA_OPTIONS}"
         runtime = {**SHORT_LIVED_CONF, **runtime}
@@ -133,8 +145,16 @@ def _is_connect(session: SparkSession) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 
-def stop_session() -> None:
-    """Stop the process's session, if any (the CLI calls this before exiting)."""
+def stop_session(*, wait_for_jvm: bool = False) -> None:
+    """Stop the process's session, if any (the CLI calls this before exiting).
+
+    `wait_for_jvm` also ends the driver JVM this process started and waits for it to exit (it
+    writes a class archive then); otherwise the JVM ends when this process does."""
     session = SparkSession.getActiveSession()
     if session is not None:
         session.stop()
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None)
+    if wait_for_jvm and process is not None:
+        process.stdin.close()  # PySpark's gateway JVM exits when its stdin closes
+        process.wait(timeout=JVM_EXIT_TIMEOUT_S)

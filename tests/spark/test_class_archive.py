@@ -1,0 +1,116 @@
+"""The driver JVM's class archive: keyed by JDK and Spark, built once, mapped by later JVMs, and a
+bad one never breaks a diagnosis nor reaches stdout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from kafka_health_spark import class_archive
+from kafka_health_spark.class_archive import ENV, JVM_LOG_TO_STDERR, archive_path, java_options
+
+# A driver JVM started the way `diagnose` starts it, logging where each class came from.
+PROBE = """
+import sys
+from kafka_health_spark import class_archive
+class_archive.JVM_LOG_TO_STDERR += " -Xlog:class+load=info:file=" + sys.argv[1]
+from kafka_health_spark.session import get_session
+print(get_session(short_lived=True).range(4).selectExpr("sum(id) AS s").first()["s"])
+"""
+SHARED_TOP = "org.apache.spark.SparkContext source: shared objects file (top)"
+
+
+def _probe(archive: Path, class_log: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, ENV: str(archive)}
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, str(class_log)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env,
+    )
+
+
+def test_off_disables_the_archive(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, "off")
+    assert archive_path() is None
+    assert java_options() == JVM_LOG_TO_STDERR
+
+
+def test_an_archive_is_mapped_only_when_it_exists(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    target = tmp_path / "classes.jsa"
+    monkeypatch.setenv(ENV, str(target))
+    assert archive_path() == target
+    assert "SharedArchiveFile" not in java_options()
+    target.write_bytes(b"x")
+    assert java_options().split() == [
+        *JVM_LOG_TO_STDERR.split(),
+        "-Xshare:auto",
+        f"-XX:SharedArchiveFile={target}",
+    ]
+    recording = java_options(record_to=tmp_path / "new.jsa")
+    assert f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}" in recording
+    assert "SharedArchiveFile" not in recording
+
+
+def test_the_default_archive_is_keyed_by_jdk_and_spark(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    jdks = []
+    for name, release in (("jdk-a", 'JAVA_VERSION="17.0.12"'), ("jdk-b", 'JAVA_VERSION="17.0.13"')):
+        home = tmp_path / name
+        (home / "bin").mkdir(parents=True)
+        (home / "bin" / "java").write_text("#!/bin/sh\n")
+        (home / "release").write_text(release)
+        monkeypatch.setenv("JAVA_HOME", str(home))
+        path = archive_path()
+        assert path is not None
+        assert path.parent == tmp_path / "cache" / "kafka-health" / "spark-classes"
+        assert path.name.startswith(f"spark-{pyspark.__version__}-") and path.suffix == ".jsa"
+        jdks.append(path)
+    assert jdks[0] != jdks[1]  # another JDK update: another archive
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-such-jdk"))
+    monkeypatch.setattr(class_archive.shutil, "which", lambda _: None)
+    assert archive_path() is None
+
+
+@pytest.mark.spark
+def test_a_built_archive_is_mapped_by_the_next_driver_jvm(tmp_path: Path) -> None:
+    target = tmp_path / "archive" / "classes.jsa"
+    built = subprocess.run(
+        [sys.executable, "-m", "kafka_health.diagnose.class_archive"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, ENV: str(target)},
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert target.is_file() and target.stat().st_size > 10 * 2**20
+    assert [p.name for p in target.parent.iterdir()] == ["classes.jsa"]  # no partial file left
+    assert built.stdout == ""  # the JVM's logging (hundreds of lines while archiving) went to stderr
+
+    mapped = _probe(target, tmp_path / "classes.log")
+    assert mapped.returncode == 0, mapped.stderr[-3000:]
+    assert mapped.stdout == "6\n"
+    assert SHARED_TOP in (tmp_path / "classes.log").read_text()
+
+
+@pytest.mark.spark
+def test_a_damaged_archive_is_skipped_and_the_job_still_runs(tmp_path: Path) -> None:
+    damaged = tmp_path / "classes.jsa"
+    damaged.write_bytes(os.urandom(2**20))
+    ran = _probe(damaged, tmp_path / "classes.log")
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout == "6\n"  # nothing of the JVM's on stdout, where `diagnose -o json` writes
+    log = (tmp_path / "classes.log").read_text()
+    assert "org.apache.spark.SparkContext source: file:" in log  # from its jar
+    assert "(top)" not in log
