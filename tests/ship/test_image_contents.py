@@ -90,3 +90,13 @@ def test_cli_without_extras_lists_no_testbed_and_names_the_report_extra(tmp_path
     code, _, output = result.stdout.partition("\n")
     assert code.strip() == "3", result.stdout  # could not run
     assert "kafka-health-operator[report]" in output, output
+
+
+def test_the_image_builds_its_spark_class_archive_where_the_runtime_finds_it() -> None:
+    # /tmp is an emptyDir at runtime (read-only root): the archive must live in the image itself.
+    text = (ROOT / "Dockerfile").read_text()
+    runtime = text.split("\nFROM ")[-1]
+    path = re.search(r"KAFKA_HEALTH_SPARK_CLASS_ARCHIVE=(\S+)", runtime)
+    assert path and path.group(1).startswith("/opt/kafka-health/"), runtime
+    build = runtime.index("RUN python -m kafka_health.diagnose.class_archive")
+    assert runtime.index("KAFKA_HEALTH_SPARK_CLASS_ARCHIVE=") < build < runtime.index("USER 10001")
