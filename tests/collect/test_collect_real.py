@@ -176,20 +176,26 @@ def test_frozen_broker_gives_a_partial_snapshot_within_the_bound(
     with KafkaAdmin({"bootstrap.servers": bootstrap}, timeouts=timeouts) as admin:
         first = collect_snapshot(admin, "testbed", now)
         assert first.missing == [], first.missing  # connections to every broker are up
-        kafka.pause(2)
+        # A broker that is not the active controller. Freezing the active controller also kept
+        # live brokers from answering their log dirs within the 3 s request timeout (5 of 10
+        # runs here; reported as missing, with the reason): broker 2, frozen here before, was
+        # the active controller in some runs only, and the test failed in some runs only.
+        assert first.quorum is not None and first.quorum.leader_id is not None
+        frozen = max({0, 1, 2} - {first.quorum.leader_id})
+        kafka.pause(frozen)
         try:
             started = time.monotonic()
             snap = collect_snapshot(admin, "testbed", now)
             elapsed = time.monotonic() - started
         finally:
-            kafka.resume(2)  # before the topic is deleted, whatever the outcome
+            kafka.resume(frozen)  # before the topic is deleted, whatever the outcome
 
     assert elapsed < 20, (elapsed, snap.missing)
     assert snap.reachable and snap.partitions, snap.missing  # the other brokers answered the metadata
     parts = {m.part: m.reason for m in snap.missing}
-    assert "log_dirs:2" in parts, parts
+    assert f"log_dirs:{frozen}" in parts, parts
     assert all(reason for reason in parts.values())
-    assert {d.broker_id for d in snap.log_dirs} == {0, 1}, parts
+    assert {d.broker_id for d in snap.log_dirs} == {0, 1, 2} - {frozen}, parts
 
 
 def test_unreachable_cluster_is_reported_quickly_without_leaking_secrets(
