@@ -37,8 +37,9 @@ ENV PATH=/opt/kafka-health/bin:$PATH \
     HOME=/tmp \
     KAFKA_HEALTH_HISTORY_DIR=/var/lib/kafka-health/history \
     KAFKA_HEALTH_SPARK_CLASS_ARCHIVE=/opt/kafka-health/spark-classes.jsa
-# The Spark driver's class archive, built for this image's JDK and jars: every driver JVM the
-# image starts maps it instead of loading Spark's classes (kafka_health_spark/class_archive.py).
+# The Spark driver's class archive, built for this image's JDK and jars: `kafka-health diagnose`
+# run from the image maps it instead of loading Spark's classes; the operator's long-lived JVM
+# does not (it would raise its RSS; kafka_health_spark/class_archive.py).
 RUN python -m kafka_health.diagnose.class_archive \
  && rm -rf /tmp/* /tmp/.[!.]*
 USER 10001:10001

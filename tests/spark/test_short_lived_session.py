@@ -58,3 +58,12 @@ def test_a_long_lived_jvm_grows_its_heap_only_as_needed(spark: SparkSession) -> 
     running = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert set(LONG_LIVED_JAVA_OPTIONS.split()) <= set(running), running
     assert not set(SHORT_LIVED_JAVA_OPTIONS.split()) & set(running), running
+
+
+def test_a_long_lived_jvm_maps_no_class_archive(spark: SparkSession) -> None:
+    # Mapped, the archive stays in the operator's RSS for days (docs/diagnostics.md "One-shot").
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    running = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert not [a for a in running if "SharedArchiveFile" in a or "ArchiveClassesAtExit" in a], running
+    assert "-Xlog:all=warning:stderr" in running  # its own log lines stay off stdout
