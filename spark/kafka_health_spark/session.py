@@ -146,11 +146,12 @@ def _is_connect(session: SparkSession) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 
-def stop_session(*, wait_for_jvm: bool = False) -> None:
+def stop_session(*, wait_for_jvm: bool = False) -> int | None:
     """Stop the process's session, if any (the CLI calls this before exiting).
 
     `wait_for_jvm` also ends the driver JVM this process started and waits for it to exit (it
-    writes a class archive then); otherwise the JVM ends when this process does."""
+    writes a class archive then), and returns its exit code; otherwise the JVM ends when this
+    process does, and None is returned."""
     session = SparkSession.getActiveSession()
     if session is not None:
         session.stop()
@@ -158,4 +159,5 @@ def stop_session(*, wait_for_jvm: bool = False) -> None:
     process = getattr(gateway, "proc", None)
     if wait_for_jvm and process is not None:
         process.stdin.close()  # PySpark's gateway JVM exits when its stdin closes
-        process.wait(timeout=JVM_EXIT_TIMEOUT_S)
+        return int(process.wait(timeout=JVM_EXIT_TIMEOUT_S))
+    return None

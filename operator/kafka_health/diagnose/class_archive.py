@@ -149,7 +149,9 @@ def build(target: Path) -> None:
         spark = get_session(short_lived=True, record_classes_to=partial)
         with tempfile.TemporaryDirectory(prefix="kafka-health-class-archive-") as history:
             train(spark, Path(history))
-        stop_session(wait_for_jvm=True)
+        exit_code = stop_session(wait_for_jvm=True)
+        if exit_code != 0:  # a JVM that failed may have left half an archive
+            raise RuntimeError(f"the driver JVM exited with {exit_code} while writing {partial}")
         if not partial.is_file() or partial.stat().st_size == 0:
             raise RuntimeError(f"the JVM exited without writing {partial}")
         os.replace(partial, target)
