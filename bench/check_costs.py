@@ -71,7 +71,11 @@ def main() -> None:
         def frames_of(snap: Any = snap, written: Any = written, built: list[Any] = built) -> None:
             windows.record(written.tables, snap.taken_at)
             windows.prepare(thresholds, snap.taken_at)
-            built.append(build_frames(spark, snap, str(root), thresholds, past=windows.past))
+            built.append(
+                build_frames(
+                    spark, snap, str(root), thresholds, past=windows.past, transitions=windows.transitions
+                )
+            )
 
         timed("(windows + frames)", frames_of)
         frames = built[0]
@@ -81,6 +85,7 @@ def main() -> None:
                 lambda check=check, frames=frames: collect_findings(check(frames, thresholds), 100),
             )
         timed("(summary)", lambda frames=frames: summarize(frames))
+        frames.release()
         cycles.append(time.perf_counter() - c0)
 
     warm = slice(1, None)

@@ -10,14 +10,16 @@ or not the history already holds this snapshot.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -63,8 +65,31 @@ def history_read_schema(table: str) -> T.StructType:
     return T.StructType([*HISTORY_SCHEMAS[table].fields, *PARTITION_COLUMNS])
 
 
+# Rows per Spark partition of a frame built from Arrow (the session's Arrow batch size too).
+ROWS_PER_PARTITION = 100_000
+
+
+def partitions_for(rows: int) -> int:
+    """Spark partitions for `rows`: one per `ROWS_PER_PARTITION`, at least one."""
+    return max(1, -(-rows // ROWS_PER_PARTITION))
+
+
 def to_frame(spark: SparkSession, table: pa.Table, schema: T.StructType) -> DataFrame:
-    return spark.createDataFrame(table, schema=schema)
+    """`table` as a DataFrame of one partition per `ROWS_PER_PARTITION` rows. Spark spreads a
+    small table over every core (empty partitions included), and every partition is one more
+    task in every stage that reads it: at 10k partitions a cycle ran ~390 tasks, a third of
+    them over empty or tiny slices."""
+    return spark.createDataFrame(table, schema=schema).coalesce(partitions_for(table.num_rows))
+
+
+def release_frame(frame: DataFrame) -> None:
+    """Unpersist a checkpointed frame's blocks now instead of at the JVM's next GC (embedded
+    and cluster sessions; Spark Connect frees them when the client frame is collected)."""
+    jdf = getattr(frame, "_jdf", None)
+    if jdf is None:
+        return
+    with contextlib.suppress(Exception):  # best effort: the context cleaner frees them later
+        jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
 def empty_frame(spark: SparkSession, schema: T.StructType) -> DataFrame:
@@ -132,26 +157,47 @@ class Frames:
     log_dirs: DataFrame
     quorum: DataFrame
     quorum_voters: DataFrame
-    # History windows, each ending with the current snapshot as its newest sample
-    # (partition_state: only the partitions with records in the window, see _partition_changes).
-    partition_state: DataFrame
+    # History windows, each ending with the current snapshot as its newest sample.
+    # partition_transitions: each partition_state record of the window beside the record before
+    # it (see `transitions_of`); a partition's first record, with nothing before it, is left out.
+    partition_transitions: DataFrame
     broker_samples: DataFrame
     group_samples: DataFrame
     group_offset_samples: DataFrame
     group_activity: DataFrame  # group_samples over the offsets-retention lookback
+    # The snapshot's sizes, counted from its Arrow tables (no Spark job for the summary's totals).
+    topic_count: int
+    partition_count: int
+    group_count: int
     _shared: dict[str, DataFrame] = field(default_factory=dict, repr=False, compare=False)
+    _materialized: list[DataFrame] = field(default_factory=list, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def now_col(self) -> Column:
         return F.lit(self.now).cast("timestamp")
 
-    def shared(self, name: str, build: Callable[[Frames], DataFrame]) -> DataFrame:
-        """A frame derived once and reused by several checks (built and analysed once, not per check)."""
+    def shared(
+        self, name: str, build: Callable[[Frames], DataFrame], *, materialize: bool = False
+    ) -> DataFrame:
+        """A frame derived once and reused by several checks (built and analysed once, not per check).
+
+        `materialize` computes it once, now, as a local checkpoint: for a frame whose rows cost a
+        sort or a join and that several checks (or one check, twice) read, so its work runs once
+        per cycle instead of once per reader. `release()` frees it when the cycle is over."""
         with self._lock:  # checks run in threads
             if name not in self._shared:
-                self._shared[name] = build(self)
+                frame = build(self)
+                self._shared[name] = frame.localCheckpoint(eager=True) if materialize else frame
+                if materialize:
+                    self._materialized.append(self._shared[name])
             return self._shared[name]
+
+    def release(self) -> None:
+        """Free the blocks of the frames `shared` materialized (the diagnosis has collected)."""
+        with self._lock:
+            while self._materialized:
+                release_frame(self._materialized.pop())
 
 
 def current_samples(frames: dict[str, DataFrame], now: datetime) -> dict[str, DataFrame]:
@@ -211,6 +257,47 @@ def _partition_changes(past: PastRows, since: datetime, now: datetime, current: 
     return prior.unionByName(window).unionByName(current.join(changed, ["topic", "partition"], "left_semi"))
 
 
+# The columns of a partition transition: a partition_state record and the record before it.
+TRANSITION_COLUMNS = [
+    "ts",
+    "topic",
+    "partition",
+    "leader",
+    "replicas",
+    "isr",
+    "prev_ts",
+    "prev_leader",
+    "prev_isr",
+]
+TRANSITIONS_SCHEMA = T.StructType(
+    [
+        *HISTORY_SCHEMAS["partition_state"].fields,
+        T.StructField("prev_ts", T.TimestampType()),
+        T.StructField("prev_leader", T.IntegerType()),
+        T.StructField("prev_isr", T.ArrayType(T.IntegerType())),
+    ]
+)
+
+
+def transitions_of(records: DataFrame) -> DataFrame:
+    """Each partition_state record beside the one before it of the same partition, in time
+    order; a partition's first record (nothing before it) is left out."""
+    w = Window.partitionBy("topic", "partition").orderBy("ts")
+    return (
+        records.withColumn("prev_ts", F.lag("ts").over(w))
+        .withColumn("prev_leader", F.lag("leader").over(w))
+        .withColumn("prev_isr", F.lag("isr").over(w))
+        .where(F.col("prev_ts").isNotNull())
+        .select(*TRANSITION_COLUMNS)
+    )
+
+
+# Rows of `partition_transitions` with `since <= ts < until` whose record before lies within
+# PRIOR_STATE_LOOKBACK before `since`: kept in memory between cycles
+# (`kafka_health_spark.windows.HistoryWindows.transitions`).
+PastTransitions = Callable[[datetime, datetime], DataFrame]
+
+
 def spans(thresholds: Thresholds) -> dict[str, timedelta]:
     """How far back each history table is read, at most (the longest window over it)."""
     recent = timedelta(minutes=thresholds.window_minutes)
@@ -229,10 +316,11 @@ def build_frames(
     thresholds: Thresholds,
     *,
     past: PastRows | None = None,
+    transitions: PastTransitions | None = None,
 ) -> Frames:
-    """The snapshot and its history windows as DataFrames. The windows come from `past` (rows
-    kept in memory), else from the Parquet history under `history_root`; with neither, the
-    snapshot alone."""
+    """The snapshot and its history windows as DataFrames. The windows come from `past` and
+    `transitions` (rows kept in memory, which already hold this snapshot), else from the Parquet
+    history under `history_root`; with neither, the snapshot alone."""
     now = tables.utc(snapshot.taken_at)
     arrow = tables.snapshot_tables(snapshot)
     snap = {name: to_frame(spark, arrow[name], SNAPSHOT_SCHEMAS[name]) for name in arrow}
@@ -246,11 +334,14 @@ def build_frames(
         return past(table, now - span, now).unionByName(sample)
 
     recent = timedelta(minutes=thresholds.window_minutes)
-    partition_state = (
-        _partition_changes(past, now - recent, now, current["partition_state"])
-        if past is not None
-        else empty_frame(spark, HISTORY_SCHEMAS["partition_state"])
-    )
+    if transitions is not None:
+        partition_transitions = transitions(now - recent, now + timedelta(microseconds=1))
+    elif past is not None:
+        partition_transitions = transitions_of(
+            _partition_changes(past, now - recent, now, current["partition_state"])
+        )
+    else:
+        partition_transitions = empty_frame(spark, TRANSITIONS_SCHEMA)
     return Frames(
         cluster=snapshot.cluster,
         now=now,
@@ -263,7 +354,7 @@ def build_frames(
         log_dirs=snap["log_dirs"],
         quorum=snap["quorum"],
         quorum_voters=snap["quorum_voters"],
-        partition_state=partition_state,
+        partition_transitions=partition_transitions,
         broker_samples=window(
             "broker_samples", timedelta(hours=thresholds.disk_growth_window_hours), current["broker_samples"]
         ),
@@ -272,4 +363,7 @@ def build_frames(
         group_activity=window(
             "group_samples", timedelta(hours=thresholds.offsets_retention_hours), current["group_samples"]
         ),
+        topic_count=int(pc.count_distinct(arrow["partitions"]["topic"]).as_py()),
+        partition_count=arrow["partitions"].num_rows,
+        group_count=arrow["groups"].num_rows,
     )

@@ -22,7 +22,7 @@ def _ts(micros: int) -> datetime:
 
 
 def summarize(frames: Frames) -> DiagnosisSummary:
-    """Collect the summary (three small queries)."""
+    """Collect the summary (three small queries; the totals come from the snapshot itself)."""
     p = frames.partitions
     hosted = (
         p.select(F.explode("replicas").alias("broker"))
@@ -55,8 +55,6 @@ def summarize(frames: Frames) -> DiagnosisSummary:
         .fillna(0, subset=["partitions", "leaders", "preferred_leaders"])
         .orderBy("broker")
     )
-    counts = p.agg(F.countDistinct("topic").alias("topics"), F.count(F.lit(1)).alias("partitions")).first()
-    group_count = frames.groups.count()
 
     lag = (
         frames.group_offset_samples.where(F.col("committed_offset").isNotNull())
@@ -76,9 +74,9 @@ def summarize(frames: Frames) -> DiagnosisSummary:
         .collect()
     )
     return DiagnosisSummary(
-        topics=int(counts["topics"]) if counts else 0,
-        partitions=int(counts["partitions"]) if counts else 0,
-        groups=group_count,
+        topics=frames.topic_count,
+        partitions=frames.partition_count,
+        groups=frames.group_count,
         brokers=[
             BrokerSummary(
                 broker=r["broker"],

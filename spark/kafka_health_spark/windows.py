@@ -2,10 +2,12 @@
 
 The operator diagnoses the same cluster every interval, and each cycle adds one sample per
 history table. Reading the windows back from Parquet every cycle re-lists and re-decodes files
-for every check that reads them. Instead, a policy's worker keeps, per history table, the rows
+for every check that reads them. Instead, a policy's worker keeps, per sample table, the rows
 of the longest span any check reads (`frames.spans`) as a checkpointed Spark frame: each cycle
 folds in the rows the history store has just written and drops the rows that fell out of the
-span. Parquet stays the durable store and the source of truth: it is read at the first cycle
+span. partition_state is kept as what the flapping checks derive from it: its transitions over
+the window (each record beside the record before it), and each partition's newest record, which
+the next cycle's records are paired with; so no cycle sorts a day of records again. Parquet stays the durable store and the source of truth: it is read at the first cycle
 (and so after an operator restart), after history maintenance (retention, compaction), and when
 new thresholds change the spans. `tests/spark/test_windows.py` proves that the windows kept
 this way equal the windows read from Parquet after many random cycles.
@@ -13,7 +15,6 @@ this way equal the windows read from Parquet after many random cycles.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Mapping
@@ -24,13 +25,38 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_health_spark import tables
-from kafka_health_spark.frames import HISTORY_SCHEMAS, read_history, spans, to_frame
+from kafka_health_spark.frames import (
+    HISTORY_SCHEMAS,
+    PRIOR_STATE_LOOKBACK,
+    TRANSITION_COLUMNS,
+    read_history,
+    release_frame,
+    spans,
+    to_frame,
+    transitions_of,
+)
 from kafka_health_spark.thresholds import Thresholds
 
 log = logging.getLogger(__name__)
 
-# The history tables the checks read (partition_removed is the writer's own bookkeeping).
-WINDOW_TABLES = ("partition_state", "broker_samples", "group_samples", "group_offset_samples")
+
+def _parallelism(spark: SparkSession) -> int:
+    """The cores a job can use: local[N]'s N, a cluster's executor cores (2 through Spark
+    Connect, where the client cannot ask)."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # Spark Connect has no SparkContext on the client
+        return 2
+
+
+# The sample tables the checks read, kept as rows of their span.
+WINDOW_TABLES = ("broker_samples", "group_samples", "group_offset_samples")
+# partition_state is kept as what the checks derive from it, each cycle's records folded in:
+# the transitions of the window (a record beside the record before it), and the newest record
+# of each partition, which the next cycle's records are paired with.
+TRANSITIONS = "partition_transitions"
+LATEST = "partition_latest"
+_KEY = ["topic", "partition"]
 
 
 class HistoryWindows:
@@ -45,6 +71,7 @@ class HistoryWindows:
         self._newest: datetime | None = None  # the newest ts the kept rows cover
         self._lock = threading.Lock()
         self.loads = 0  # how often Parquet was read (the bench and the tests count them)
+        self.partitions = _parallelism(spark)
 
     def past(self, table: str, since: datetime, until: datetime) -> DataFrame:
         """Rows of `table` with `since <= ts < until` (the `frames.PastRows` interface)."""
@@ -54,6 +81,22 @@ class HistoryWindows:
         if rows is None:
             raise RuntimeError(f"history windows of {self.cluster} are not loaded; call prepare() first")
         return rows.where((F.col("ts") >= F.lit(since)) & (F.col("ts") < F.lit(until)))
+
+    def transitions(self, since: datetime, until: datetime) -> DataFrame:
+        """partition_state records with `since <= ts < until` beside the record before them, when
+        that record lies within `PRIOR_STATE_LOOKBACK` before `since` (the
+        `frames.PastTransitions` interface: what `transitions_of` gives over the records read
+        from Parquet)."""
+        since, until = tables.utc(since), tables.utc(until)
+        with self._lock:
+            rows = self._rows.get(TRANSITIONS)
+        if rows is None:
+            raise RuntimeError(f"history windows of {self.cluster} are not loaded; call prepare() first")
+        return rows.where(
+            (F.col("ts") >= F.lit(since))
+            & (F.col("ts") < F.lit(until))
+            & (F.col("prev_ts") >= F.lit(since - PRIOR_STATE_LOOKBACK))
+        )
 
     def prepare(self, thresholds: Thresholds, now: datetime) -> None:
         """Make sure the windows hold everything up to `now` for these thresholds (reads Parquet
@@ -75,28 +118,63 @@ class HistoryWindows:
                 kept = self._rows[table].where(F.col("ts") >= F.lit(ts - self._spans[table]))
                 new = written.get(table)
                 if new is not None and new.num_rows:
-                    frame = to_frame(
-                        self.spark, new.select(HISTORY_SCHEMAS[table].names), HISTORY_SCHEMAS[table]
-                    )
-                    kept = kept.unionByName(frame)
+                    kept = kept.unionByName(self._frame(table, new))
                 self._replace(table, kept)
+            self._record_partition_state(written.get("partition_state"), ts)
             self._newest = ts
 
     def invalidate(self) -> None:
         """Forget the rows: the next cycle reads Parquet again (after maintenance changed it)."""
         with self._lock:
             for table in list(self._rows):
-                self._release(self._rows.pop(table))
+                release_frame(self._rows.pop(table))
             self._spans = {}
             self._newest = None
 
     # ------------------------------------------------------------------ internals
+    def _frame(self, table: str, rows: pa.Table) -> DataFrame:
+        return to_frame(self.spark, rows.select(HISTORY_SCHEMAS[table].names), HISTORY_SCHEMAS[table])
+
+    def _record_partition_state(self, new: pa.Table | None, ts: datetime) -> None:
+        """Pair the partitions' new records with their newest record so far (a transition each),
+        drop the transitions that left the window, and make the new records the newest.
+
+        A newest record older than the longest span can never be a record before one in the
+        window (`transitions` asks for one within `PRIOR_STATE_LOOKBACK` before the window), so
+        it is dropped too; a partition's next record then starts it again, as it would in the
+        records read from Parquet."""
+        recent = self._spans["partition_state"] - PRIOR_STATE_LOOKBACK
+        kept = self._rows[TRANSITIONS].where(F.col("ts") >= F.lit(ts - recent))
+        latest = self._rows[LATEST]
+        if new is not None and new.num_rows:
+            records = self._frame("partition_state", new)
+            before = latest.select(
+                *_KEY,
+                F.col("ts").alias("prev_ts"),
+                F.col("leader").alias("prev_leader"),
+                F.col("isr").alias("prev_isr"),
+            )
+            kept = kept.unionByName(records.join(before, _KEY).select(*TRANSITION_COLUMNS))
+            latest = latest.join(records.select(*_KEY), _KEY, "left_anti").unionByName(records)
+        self._replace(TRANSITIONS, kept)  # before LATEST: it reads the newest records so far
+        self._replace(LATEST, latest.where(F.col("ts") >= F.lit(ts - self._spans["partition_state"])))
+
     def _load(self, wanted: dict[str, timedelta], now: datetime) -> None:
         end = now + timedelta(microseconds=1)  # the snapshot at `now` may already be written
         for table in WINDOW_TABLES:
             self._replace(
                 table, read_history(self.spark, self.root, table, self.cluster, now - wanted[table], end)
             )
+        span = wanted["partition_state"]
+        records = read_history(self.spark, self.root, "partition_state", self.cluster, now - span, end)
+        since = now - (span - PRIOR_STATE_LOOKBACK)
+        self._replace(TRANSITIONS, transitions_of(records).where(F.col("ts") >= F.lit(since)))
+        newest = (
+            records.groupBy(*_KEY)
+            .agg(F.max_by(F.struct("ts", "leader", "replicas", "isr"), "ts").alias("s"))
+            .select("s.ts", *_KEY, "s.leader", "s.replicas", "s.isr")
+        )
+        self._replace(LATEST, newest)
         self._spans = wanted
         self._newest = now
         self.loads += 1
@@ -104,19 +182,13 @@ class HistoryWindows:
 
     def _replace(self, table: str, rows: DataFrame) -> None:
         """Materialize `rows` (a local checkpoint: computed once, lineage cut, so the plan of a
-        window never grows with the number of cycles), then free the previous frame's blocks."""
-        fresh = rows.localCheckpoint(eager=True)
+        window never grows with the number of cycles), then free the previous frame's blocks.
+
+        The rows are first coalesced to the session's parallelism: each cycle's union adds the
+        new sample's partitions, so without it a window read by every check would be a day's
+        worth of partitions (tasks) after a day of cycles."""
+        fresh = rows.coalesce(self.partitions).localCheckpoint(eager=True)
         old = self._rows.get(table)
         self._rows[table] = fresh
         if old is not None:
-            self._release(old)
-
-    @staticmethod
-    def _release(frame: DataFrame) -> None:
-        """Unpersist a checkpointed frame's blocks now instead of at the JVM's next GC (embedded
-        and cluster sessions; Spark Connect frees them when the client frame is collected)."""
-        jdf = getattr(frame, "_jdf", None)
-        if jdf is None:
-            return
-        with contextlib.suppress(Exception):  # best effort: the context cleaner frees them later
-            jdf.queryExecution().analyzed().rdd().unpersist(False)
+            release_frame(old)

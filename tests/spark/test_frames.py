@@ -76,3 +76,30 @@ def test_current_snapshot_is_the_newest_sample_once(spark: SparkSession, tmp_pat
     record(tmp_path, [*history, now])
     f = frames.build_frames(spark, now, str(tmp_path), Thresholds())
     assert f.broker_samples.count() == 2
+
+
+def test_a_small_snapshot_part_is_one_spark_partition(spark: SparkSession) -> None:
+    """Spark would spread it over every core, and each slice is one more task per stage."""
+    f = frames.build_frames(spark, snapshot(partitions=balanced_topic("t", 6)), None, Thresholds())
+    assert f.partitions.rdd.getNumPartitions() == 1
+    assert f.brokers.rdd.getNumPartitions() == 1
+    assert frames.partitions_for(0) == 1
+    assert frames.partitions_for(frames.ROWS_PER_PARTITION + 1) == 2
+
+
+def test_materialized_shared_frames_are_freed_when_released(spark: SparkSession, tmp_path: Path) -> None:
+    """A frame `shared(materialize=True)` holds cached blocks until the diagnosis releases it."""
+
+    def persisted() -> int:
+        return int(spark.sparkContext._jsc.getPersistentRDDs().size())
+
+    snaps = [snapshot(partitions=balanced_topic("t", 3), taken_at=at(m)) for m in (-20, -10, 0)]
+    record(tmp_path, snaps)
+    f = frames.build_frames(spark, snaps[-1], str(tmp_path), Thresholds())
+    before = persisted()
+    built = f.shared("test.materialized", lambda fr: fr.partitions.where("leader = 0"), materialize=True)
+    assert f.shared("test.materialized", lambda fr: fr.partitions) is built  # built once
+    assert built.count() == 1
+    assert persisted() == before + 1
+    f.release()
+    assert persisted() == before

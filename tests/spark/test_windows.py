@@ -31,7 +31,7 @@ from kafka_health.models.snapshot import (
     Partition,
     PartitionOffsets,
 )
-from kafka_health_spark.frames import PRIOR_STATE_LOOKBACK, read_history, spans
+from kafka_health_spark.frames import PRIOR_STATE_LOOKBACK, read_history, spans, transitions_of
 from kafka_health_spark.thresholds import Thresholds
 from kafka_health_spark.windows import WINDOW_TABLES, HistoryWindows
 
@@ -96,19 +96,24 @@ def _rows(df: DataFrame) -> list[tuple[object, ...]]:
 
 def _assert_windows_equal(
     spark: SparkSession, root: str, windows: HistoryWindows, t: Thresholds, now: datetime
-) -> None:
-    reads = {table: (now - span, now) for table, span in spans(t).items()}
+) -> int:
+    """Compare every kept window with Parquet; return how many partition transitions it held."""
+    reads = {table: (now - span, now) for table, span in spans(t).items() if table in WINDOW_TABLES}
     recent = now - timedelta(minutes=t.window_minutes)
-    # The reads build_frames makes besides the spans: the window proper and the prior state.
-    extra = [
-        ("partition_state", recent, now + timedelta(microseconds=1)),
-        ("partition_state", recent - PRIOR_STATE_LOOKBACK, recent),
-        ("group_samples", recent, now),
-    ]
+    # The reads build_frames makes besides the spans: the window proper.
+    extra = [("group_samples", recent, now)]
     for table, since, until in [(tb, s, u) for tb, (s, u) in reads.items()] + extra:
         kept = _rows(windows.past(table, since, until))
         stored = _rows(read_history(spark, root, table, CLUSTER, since, until))
         assert kept == stored, f"{table} [{since}, {until}) differs after the cycle at {now}"
+    # partition_state is kept as its transitions: equal to those of the records read from Parquet
+    # (the window and the day before it, where each record's record before may lie).
+    end = now + timedelta(microseconds=1)
+    kept = _rows(windows.transitions(recent, end))
+    records = read_history(spark, root, "partition_state", CLUSTER, recent - PRIOR_STATE_LOOKBACK, end)
+    stored = _rows(transitions_of(records).where(F.col("ts") >= F.lit(recent)))
+    assert kept == stored, f"partition transitions [{recent}, {end}) differ after the cycle at {now}"
+    return len(kept)
 
 
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -124,6 +129,7 @@ def test_windows_kept_in_memory_equal_windows_read_from_parquet(
     now = START
     t = SMALL
     cycles = 16
+    transitions = 0
     for cycle in range(cycles):
         now += timedelta(seconds=rng.choice([30, 60, 90, 240, 600]))
         snap = _snapshot(rng, now, offsets)
@@ -137,13 +143,14 @@ def test_windows_kept_in_memory_equal_windows_read_from_parquet(
             t = OTHER  # the policy's thresholds changed: new spans
         windows.prepare(t, now)
         if cycle % 2 or cycle % 6 == 5 or cycle == cycles // 2:
-            _assert_windows_equal(spark, str(root), windows, t, now)
+            transitions += _assert_windows_equal(spark, str(root), windows, t, now)
         if cycle in (4, cycles - 1):
             from_memory = run_diagnosis(snap, root, t, spark, with_summary=False, windows=windows)
             from_parquet = run_diagnosis(snap, root, t, spark, with_summary=False)
             assert from_memory.findings == from_parquet.findings
             assert from_memory.findings, "the random cluster has findings to compare"
     assert windows.loads >= 3, "maintenance and the new thresholds made the windows read Parquet again"
+    assert transitions, "the random cluster's partitions changed: there were transitions to compare"
 
 
 def test_windows_read_parquet_once_and_then_fold_cycles_in(spark: SparkSession, tmp_path: Path) -> None:
@@ -164,4 +171,10 @@ def test_windows_read_parquet_once_and_then_fold_cycles_in(spark: SparkSession, 
     span_start = now - spans(SMALL)["group_offset_samples"]
     assert oldest is not None and oldest[0] >= int(span_start.timestamp() * 1_000_000)
     for table in WINDOW_TABLES:
-        assert windows.past(table, START, now + timedelta(seconds=1)).count() > 0
+        kept = windows.past(table, START, now + timedelta(seconds=1))
+        assert kept.count() > 0
+        # Each cycle's union adds the new sample's partitions; the kept rows are coalesced back.
+        assert kept.rdd.getNumPartitions() <= windows.partitions
+    transitions = windows.transitions(START, now + timedelta(seconds=1))
+    assert transitions.count() > 0
+    assert transitions.rdd.getNumPartitions() <= windows.partitions

@@ -48,16 +48,19 @@ def run_diagnosis(
     summary = None
     if snapshot.reachable:
         root = str(history_root) if history_root is not None else None
-        past = None
+        past, transitions = None, None
         if windows is not None:
             windows.prepare(t, snapshot.taken_at)
-            past = windows.past
-        frames = build_frames(spark, snapshot, root, t, past=past)
+            past, transitions = windows.past, windows.transitions
+        frames = build_frames(spark, snapshot, root, t, past=past, transitions=transitions)
         # The summary's few jobs run beside the checks' (Spark schedules concurrent jobs).
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as pool:
-            pending = pool.submit(summarize, frames) if with_summary else None
-            findings += run_checks(frames, t)
-            summary = pending.result() if pending is not None else None
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as pool:
+                pending = pool.submit(summarize, frames) if with_summary else None
+                findings += run_checks(frames, t)
+                summary = pending.result() if pending is not None else None
+        finally:
+            frames.release()
     findings = sort_findings(findings)
     return Diagnosis(
         cluster=snapshot.cluster,

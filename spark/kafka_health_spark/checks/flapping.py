@@ -9,7 +9,7 @@ GC pauses, a flaky network. Both are read from the history's `partition_state` c
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_health.models.findings import Severity, SubjectKind
@@ -20,24 +20,14 @@ from kafka_health_spark.thresholds import Thresholds
 
 
 def _transitions(frames: Frames) -> DataFrame:
-    return frames.shared("flapping.transitions", _build_transitions)
-
-
-def _build_transitions(frames: Frames) -> DataFrame:
-    """Each partition_state record beside the one before it (the first of a partition has none)."""
-    w = Window.partitionBy("topic", "partition").orderBy("ts")
-    return (
-        frames.partition_state.withColumn("prev_leader", F.lag("leader").over(w))
-        .withColumn("prev_isr", F.lag("isr").over(w))
-        .withColumn("seq", F.row_number().over(w))
-    )
+    """Each partition_state record of the window beside the one before it (computed once per
+    cycle: both checks read it; the operator keeps it in memory between cycles)."""
+    return frames.shared("flapping.transitions", lambda f: f.partition_transitions, materialize=True)
 
 
 def leader_flapping(frames: Frames, t: Thresholds) -> DataFrame:
     """Partitions whose leader changed at least `leader_flapping_changes` times in the window."""
-    changes = _transitions(frames).where(
-        (F.col("seq") > 1) & ~F.col("leader").eqNullSafe(F.col("prev_leader"))
-    )
+    changes = _transitions(frames).where(~F.col("leader").eqNullSafe(F.col("prev_leader")))
     df = (
         changes.groupBy("topic", "partition")
         .agg(
@@ -78,7 +68,7 @@ def leader_flapping(frames: Frames, t: Thresholds) -> DataFrame:
 
 def isr_churn(frames: Frames, t: Thresholds) -> DataFrame:
     """Brokers that dropped out of ISRs at `isr_churn_episodes` or more separate samples."""
-    tr = _transitions(frames).where(F.col("seq") > 1)
+    tr = _transitions(frames)
     # A shrink: the broker left the ISR while staying assigned (a reassignment is not churn).
     shrinks = tr.select(
         "ts", "topic", "partition", "replicas", F.explode(F.array_except("prev_isr", "isr")).alias("broker")

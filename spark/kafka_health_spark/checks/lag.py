@@ -125,7 +125,8 @@ def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
 
 def consumer_lag(frames: Frames, t: Thresholds) -> DataFrame:
     """A finding per group partition that is not OK, and one per group with its worst status."""
-    parts = partition_status(frames, t)
+    # Read twice below (partition rows, group rows): computed once.
+    parts = frames.shared("lag.partition_status", lambda f: partition_status(f, t), materialize=True)
     evidence = {
         "status": F.col("status"),
         "lag": F.col("lag"),
