@@ -6,10 +6,12 @@ wording live together and only the capped rows of each check travel to the drive
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -82,6 +84,15 @@ def severity_rank(col: Column) -> Column:
 
 def capped(rows: DataFrame, cap: int) -> DataFrame:
     """Keep the `cap` worst rows per check (then by subject), each row carrying its check's total."""
+    total, rank, kept = _cap_columns(cap, type(rows).__module__, id(SparkContext._gateway))
+    return rows.withColumn("check_total", total).withColumn("rank", rank).where(kept)
+
+
+@functools.cache
+def _cap_columns(cap: int, _frame_kind: str, _gateway: int) -> tuple[Column, Column, Column]:
+    """The capping columns, built once per process (and kind of session): they name columns
+    only, so every check's rows can reuse them, and building them took ~70 Py4J round trips
+    per check and cycle."""
     per_check = Window.partitionBy("check")
     order = Window.partitionBy("check").orderBy(
         severity_rank(F.col("severity")).desc(),
@@ -90,11 +101,7 @@ def capped(rows: DataFrame, cap: int) -> DataFrame:
         F.col("group").asc_nulls_first(),
         F.col("broker").asc_nulls_first(),
     )
-    return (
-        rows.withColumn("check_total", F.count(F.lit(1)).over(per_check))
-        .withColumn("rank", F.row_number().over(order))
-        .where(F.col("rank") <= cap)
-    )
+    return F.count(F.lit(1)).over(per_check), F.row_number().over(order), F.col("rank") <= cap
 
 
 def to_finding(row: Mapping[str, Any]) -> Finding:

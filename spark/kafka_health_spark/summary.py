@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pyspark.sql import functions as F
 
 from kafka_health.models.findings import BrokerSummary, DiagnosisSummary, SeriesPoint
+from kafka_health_spark.checks import replicas_per_broker
 from kafka_health_spark.checks.disk import disk_now
 from kafka_health_spark.frames import Frames
 
@@ -24,11 +25,7 @@ def _ts(micros: int) -> datetime:
 def summarize(frames: Frames) -> DiagnosisSummary:
     """Collect the summary (three small queries; the totals come from the snapshot itself)."""
     p = frames.partitions
-    hosted = (
-        p.select(F.explode("replicas").alias("broker"))
-        .groupBy("broker")
-        .agg(F.count(F.lit(1)).alias("partitions"))
-    )
+    hosted = replicas_per_broker(frames).withColumnRenamed("replicas", "partitions")
     led = (
         p.where(F.col("leader").isNotNull())
         .groupBy(F.col("leader").alias("broker"))

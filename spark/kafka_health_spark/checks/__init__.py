@@ -22,6 +22,20 @@ def id_list(col: Column) -> Column:
     )
 
 
+def replicas_per_broker(frames: Frames) -> DataFrame:
+    """How many replicas each broker is assigned (`broker`, `replicas`): read by `broker_missing`
+    and the summary, so counted once per cycle."""
+    return frames.shared(
+        "replicas_per_broker",
+        lambda f: (
+            f.partitions.select(F.explode("replicas").alias("broker"))
+            .groupBy("broker")
+            .agg(F.count(F.lit(1)).alias("replicas"))
+        ),
+        materialize=True,
+    )
+
+
 def all_checks() -> list[Check]:
     """Every check, in the order a reader meets them in docs/diagnostics.md."""
     from kafka_health_spark.checks import (

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_health.models.findings import Severity, SubjectKind
-from kafka_health_spark.checks import Check
+from kafka_health_spark.checks import Check, replicas_per_broker
 from kafka_health_spark.findings import finding_rows
 from kafka_health_spark.frames import Frames
 from kafka_health_spark.thresholds import Thresholds
@@ -116,11 +116,7 @@ def quorum_voter_lagging(frames: Frames, t: Thresholds) -> DataFrame:
 
 def broker_missing(frames: Frames, t: Thresholds) -> DataFrame:
     alive = frames.brokers.where("alive").select("broker")
-    hosting = (
-        frames.partitions.select(F.explode("replicas").alias("broker"))
-        .groupBy("broker")
-        .agg(F.count(F.lit(1)).alias("replicas"))
-    )
+    hosting = replicas_per_broker(frames)
     seen = (
         frames.broker_samples.where(F.col("ts") < frames.now_col)
         .groupBy("broker")
