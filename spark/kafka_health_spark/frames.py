@@ -171,6 +171,7 @@ class Frames:
     group_count: int
     _shared: dict[str, DataFrame] = field(default_factory=dict, repr=False, compare=False)
     _materialized: list[DataFrame] = field(default_factory=list, repr=False, compare=False)
+    _building: dict[str, threading.Lock] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
@@ -185,12 +186,19 @@ class Frames:
         `materialize` computes it once, now, as a local checkpoint: for a frame whose rows cost a
         sort or a join and that several checks (or one check, twice) read, so its work runs once
         per cycle instead of once per reader. `release()` frees it when the cycle is over."""
-        with self._lock:  # checks run in threads
+        # Checks run in threads. Each name is built under its own lock, so a checkpoint being
+        # computed for one frame keeps no check waiting that needs another.
+        with self._lock:
+            building = self._building.setdefault(name, threading.Lock())
+        with building:
             if name not in self._shared:
                 frame = build(self)
-                self._shared[name] = frame.localCheckpoint(eager=True) if materialize else frame
                 if materialize:
-                    self._materialized.append(self._shared[name])
+                    frame = frame.localCheckpoint(eager=True)
+                with self._lock:
+                    self._shared[name] = frame
+                    if materialize:
+                        self._materialized.append(frame)
             return self._shared[name]
 
     def release(self) -> None:

@@ -7,9 +7,10 @@ of the longest span any check reads (`frames.spans`) as a checkpointed Spark fra
 folds in the rows the history store has just written and drops the rows that fell out of the
 span. partition_state is kept as what the flapping checks derive from it: its transitions over
 the window (each record beside the record before it), and each partition's newest record, which
-the next cycle's records are paired with; so no cycle sorts a day of records again. Parquet stays the durable store and the source of truth: it is read at the first cycle
-(and so after an operator restart), after history maintenance (retention, compaction), and when
-new thresholds change the spans. `tests/spark/test_windows.py` proves that the windows kept
+the next cycle's records are paired with; so no cycle sorts a day of records again. Parquet
+stays the durable store and the source of truth: it is read at the first cycle (and so after an
+operator restart), after history maintenance (retention, compaction), and when new thresholds
+change the spans. `tests/spark/test_windows.py` proves that the windows kept
 this way equal the windows read from Parquet after many random cycles.
 """
 
@@ -74,7 +75,12 @@ class HistoryWindows:
         self.partitions = _parallelism(spark)
 
     def past(self, table: str, since: datetime, until: datetime) -> DataFrame:
-        """Rows of `table` with `since <= ts < until` (the `frames.PastRows` interface)."""
+        """Rows of `table` with `since <= ts < until` (the `frames.PastRows` interface), for the
+        sample tables (`WINDOW_TABLES`); partition_state is served as `transitions`."""
+        if table not in WINDOW_TABLES:
+            raise ValueError(
+                f"{table} is not kept as rows (kept: {', '.join(WINDOW_TABLES)}; partition_state: transitions())"
+            )
         since, until = tables.utc(since), tables.utc(until)
         with self._lock:
             rows = self._rows.get(table)

@@ -178,3 +178,9 @@ def test_windows_read_parquet_once_and_then_fold_cycles_in(spark: SparkSession, 
     transitions = windows.transitions(START, now + timedelta(seconds=1))
     assert transitions.count() > 0
     assert transitions.rdd.getNumPartitions() <= windows.partitions
+
+
+def test_partition_state_is_served_as_transitions_only(spark: SparkSession, tmp_path: Path) -> None:
+    windows = HistoryWindows(spark, str(tmp_path), CLUSTER)
+    with pytest.raises(ValueError, match="partition_state: transitions"):
+        windows.past("partition_state", START, START + timedelta(minutes=1))
