@@ -265,18 +265,7 @@ def _partition_changes(past: PastRows, since: datetime, now: datetime, current: 
     return prior.unionByName(window).unionByName(current.join(changed, ["topic", "partition"], "left_semi"))
 
 
-# The columns of a partition transition: a partition_state record and the record before it.
-TRANSITION_COLUMNS = [
-    "ts",
-    "topic",
-    "partition",
-    "leader",
-    "replicas",
-    "isr",
-    "prev_ts",
-    "prev_leader",
-    "prev_isr",
-]
+# A partition transition: a partition_state record and the record before it.
 TRANSITIONS_SCHEMA = T.StructType(
     [
         *HISTORY_SCHEMAS["partition_state"].fields,
@@ -285,6 +274,7 @@ TRANSITIONS_SCHEMA = T.StructType(
         T.StructField("prev_isr", T.ArrayType(T.IntegerType())),
     ]
 )
+TRANSITION_COLUMNS = TRANSITIONS_SCHEMA.names
 
 
 def transitions_of(records: DataFrame) -> DataFrame:
