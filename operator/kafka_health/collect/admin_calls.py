@@ -44,7 +44,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, Resou
 
 from kafka_health.collect import logs, parse, security_errors
 from kafka_health.collect.connection import ConnectionConfig, redact
-from kafka_health.collect.kafka_python import KafkaPython
+from kafka_health.collect.kafka_python import MIN_PER_NODE, KafkaPython, ask_answering_node
 from kafka_health.collect.results import (
     ZOOKEEPER_MODE,
     AdminCallError,
@@ -68,13 +68,40 @@ log = logging.getLogger(__name__)
 _DESCRIBE_QUORUM_API_KEY = 55
 
 
-def _describe_metadata_quorum(kp: Any) -> Any:
-    """kafka-python's DescribeQuorum; None when the broker's ApiVersions does not list that API
-    at all (a ZooKeeper-mode broker; kafka-python checks ApiVersions before sending)."""
-    from kafka.errors import IncompatibleBrokerVersion
+def _describe_metadata_quorum(kp: Any, per_node: float) -> Any:
+    """kafka-python's DescribeQuorum, asked of the brokers in turn (`ask_answering_node`) and
+    shaped as its `describe_metadata_quorum` returns it; None when the broker's ApiVersions does
+    not list that API at all (a ZooKeeper-mode broker; kafka-python checks ApiVersions before
+    sending)."""
+    from kafka.errors import IncompatibleBrokerVersion, for_code
+    from kafka.protocol.admin import DescribeQuorumRequest
+
+    if not hasattr(kp, "_manager"):  # a stand-in client in unit tests
+        ask = kp.describe_metadata_quorum
+    else:
+
+        def ask() -> Any:
+            topic = DescribeQuorumRequest.TopicData
+            request = DescribeQuorumRequest(
+                topics=[
+                    topic(
+                        topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)]
+                    )
+                ]
+            )
+            response = ask_answering_node(kp, request, per_node)
+            error = for_code(response.error_code)
+            if error.errno != 0:
+                raise error(response.error_message or "")
+            result = response.to_dict()
+            for t in result["topics"]:
+                for p in t["partitions"]:
+                    code, message = p.pop("error_code"), p.pop("error_message", None)
+                    p["error"] = str(for_code(code)(message)) if code else None
+            return result
 
     try:
-        return kp.describe_metadata_quorum()
+        return ask()
     except IncompatibleBrokerVersion:
         if _DESCRIBE_QUORUM_API_KEY in {int(key) for key in kp.api_versions()}:
             raise  # listed, only no version in common: not the ZooKeeper case
@@ -479,7 +506,10 @@ class AdminCalls:
     def describe_quorum(self) -> Quorum:
         """The KRaft metadata quorum: leader (the active controller), epoch, HW, voters' lag."""
         budget = self.timeouts.metadata + self.timeouts.request
-        raw = self._kp.call("describe_metadata_quorum", _describe_metadata_quorum, budget)
+        per_node = max(MIN_PER_NODE, self.timeouts.request / 2)
+        raw = self._kp.call(
+            "describe_metadata_quorum", lambda kp: _describe_metadata_quorum(kp, per_node), budget
+        )
         if raw is None:
             raise AdminCallError("describe_metadata_quorum", ZOOKEEPER_MODE)
         try:

@@ -9,12 +9,14 @@ kafka-python bootstraps from one bootstrap server picked at random and waits on 
 timeout; a frozen broker accepts the connection and never answers, so that one pick would use
 the whole budget. A client is therefore bootstrapped from one server at a time, each with an
 equal share of the budget (at least `MIN_BOOTSTRAP_SHARE`), starting one server further along at
-each new client.
+each new client. A request that names no broker (DescribeQuorum) is asked of the brokers in
+turn the same way (`ask_answering_node`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +31,8 @@ T = TypeVar("T")
 # The least time one bootstrap server gets (a loaded broker with TLS can take a second or so to
 # answer); with many servers, the later ones may not get a turn within the metadata timeout.
 MIN_BOOTSTRAP_SHARE = 2.0
+# The least time one broker gets to answer a request asked of the brokers in turn.
+MIN_PER_NODE = 1.0
 
 
 class KafkaPython:
@@ -128,3 +132,45 @@ class KafkaPython:
         if client is not None:
             client.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def ask_answering_node(kp: Any, request: Any, per_node: float) -> Any:
+    """`request`'s response from the first broker that answers within `per_node` seconds.
+
+    kafka-python sends a request that names no broker to a random one when it holds no
+    connection that answers yet, and waits on it for the whole request timeout: a frozen broker
+    picked that way failed about one quorum read in nine, even with `KafkaPython.call`'s retry.
+    Here brokers whose connection answers come first and brokers stuck connecting last, and each
+    gets `per_node` seconds before the next is asked. An error that is not retriable (an API the
+    broker lacks) ends the search at once."""
+    from kafka.errors import KafkaTimeoutError, RetriableError
+    from kafka.future import Future as KafkaFuture
+
+    manager = kp._manager
+
+    def rank(node: int) -> int:
+        conn = manager._conns.get(node)
+        if conn is None:
+            return 1
+        return 0 if conn.connected and not conn.paused else 2  # answering, not tried, stuck
+
+    async def ask() -> Any:
+        nodes = [broker.node_id for broker in manager.cluster.brokers()]
+        random.shuffle(nodes)  # spreads the load; the stable sort keeps it within each rank
+        error: BaseException = KafkaTimeoutError("no broker known")
+        for node in sorted(nodes, key=rank):
+            answer = KafkaFuture()
+
+            def expire(answer: Any = answer, node: int = node) -> None:
+                if not answer.is_done:
+                    answer.failure(KafkaTimeoutError(f"broker {node} did not answer in {per_node:.1f}s"))
+
+            manager.send(request, node_id=node, request_timeout_ms=int(per_node * 1000)).chain(answer)
+            manager._net.call_later(per_node, expire)
+            try:
+                return await answer
+            except RetriableError as exc:
+                error = exc
+        raise error
+
+    return manager.run(ask)
