@@ -138,8 +138,8 @@ def ask_answering_node(kp: Any, request: Any, per_node: float) -> Any:
     """`request`'s response from the first broker that answers within `per_node` seconds.
 
     kafka-python sends a request that names no broker to a random one when it holds no
-    connection that answers yet, and waits on it for the whole request timeout: a frozen broker
-    picked that way failed about one quorum read in nine, even with `KafkaPython.call`'s retry.
+    connection that answers yet, and waits on it for the whole request timeout: with one broker
+    frozen, 2 of 27 fresh-client quorum reads failed that way, even with `KafkaPython.call`'s retry.
     Here brokers whose connection answers come first and brokers stuck connecting last, and each
     gets `per_node` seconds before the next is asked. An error that is not retriable (an API the
     broker lacks) ends the search at once."""
