@@ -3,9 +3,10 @@
 The operator diagnoses the same cluster every interval, and each cycle adds one sample per
 history table. Reading the windows back from Parquet every cycle re-lists and re-decodes files
 for every check that reads them. Instead, a policy's worker keeps, per sample table, the rows
-of the longest span any check reads (`frames.spans`) as a checkpointed Spark frame: each cycle
-folds in the rows the history store has just written and drops the rows that fell out of the
-span. partition_state is kept as what the flapping checks derive from it: its transitions over
+of the longest span any check reads (`frames.spans`): a checkpointed Spark frame (the base)
+plus the rows each cycle since has written, each cycle's rows a frame of their own, so adding a
+sample copies nothing. Every `FOLD_EVERY` cycles those frames are folded into a new base and the
+rows that fell out of the span are dropped (until then reads leave them out). partition_state is kept as what the flapping checks derive from it: its transitions over
 the window (each record beside the record before it), and each partition's newest record, which
 the next cycle's records are paired with; so no cycle sorts a day of records again. Parquet
 stays the durable store and the source of truth: it is read at the first cycle (and so after an
@@ -58,6 +59,10 @@ WINDOW_TABLES = ("broker_samples", "group_samples", "group_offset_samples")
 TRANSITIONS = "partition_transitions"
 LATEST = "partition_latest"
 _KEY = ["topic", "partition"]
+# Cycles whose new rows are kept beside a window's base before they are folded into it. Each
+# cycle's rows are a frame of their own until then, so a cycle does not copy the whole window
+# (a week of group samples, for the offsets-retention lookback) to add one sample.
+FOLD_EVERY = 8
 
 
 class HistoryWindows:
@@ -67,7 +72,8 @@ class HistoryWindows:
         self.spark = spark
         self.root = root
         self.cluster = cluster
-        self._rows: dict[str, DataFrame] = {}
+        self._rows: dict[str, DataFrame] = {}  # each window's base: materialized, lineage cut
+        self._recent: dict[str, list[DataFrame]] = {}  # each window's rows since its base was folded
         self._spans: dict[str, timedelta] = {}
         self._newest: datetime | None = None  # the newest ts the kept rows cover
         self._lock = threading.Lock()
@@ -83,9 +89,7 @@ class HistoryWindows:
             )
         since, until = tables.utc(since), tables.utc(until)
         with self._lock:
-            rows = self._rows.get(table)
-        if rows is None:
-            raise RuntimeError(f"history windows of {self.cluster} are not loaded; call prepare() first")
+            rows, since = self._window(table, since, self._spans.get(table))
         return rows.where((F.col("ts") >= F.lit(since)) & (F.col("ts") < F.lit(until)))
 
     def transitions(self, since: datetime, until: datetime) -> DataFrame:
@@ -95,11 +99,11 @@ class HistoryWindows:
         from Parquet)."""
         since, until = tables.utc(since), tables.utc(until)
         with self._lock:
-            rows = self._rows.get(TRANSITIONS)
-        if rows is None:
-            raise RuntimeError(f"history windows of {self.cluster} are not loaded; call prepare() first")
+            span = self._spans.get("partition_state")
+            recent = None if span is None else span - PRIOR_STATE_LOOKBACK
+            rows, since_kept = self._window(TRANSITIONS, since, recent)
         return rows.where(
-            (F.col("ts") >= F.lit(since))
+            (F.col("ts") >= F.lit(since_kept))
             & (F.col("ts") < F.lit(until))
             & (F.col("prev_ts") >= F.lit(since - PRIOR_STATE_LOOKBACK))
         )
@@ -121,11 +125,11 @@ class HistoryWindows:
             if not self._rows or (self._newest is not None and ts <= self._newest):
                 return
             for table in WINDOW_TABLES:
-                kept = self._rows[table].where(F.col("ts") >= F.lit(ts - self._spans[table]))
                 new = written.get(table)
                 if new is not None and new.num_rows:
-                    kept = kept.unionByName(self._frame(table, new))
-                self._replace(table, kept)
+                    # The rows as written (Arrow in the JVM): nothing to compute, so no job.
+                    self._recent[table].append(self._frame(table, new))
+                self._fold_if_due(table, ts - self._spans[table])
             self._record_partition_state(written.get("partition_state"), ts)
             self._newest = ts
 
@@ -134,6 +138,8 @@ class HistoryWindows:
         with self._lock:
             for table in list(self._rows):
                 release_frame(self._rows.pop(table))
+                for frame in self._recent.pop(table, []):
+                    release_frame(frame)
             self._spans = {}
             self._newest = None
 
@@ -150,7 +156,6 @@ class HistoryWindows:
         it is dropped too; a partition's next record then starts it again, as it would in the
         records read from Parquet."""
         recent = self._spans["partition_state"] - PRIOR_STATE_LOOKBACK
-        kept = self._rows[TRANSITIONS].where(F.col("ts") >= F.lit(ts - recent))
         latest = self._rows[LATEST]
         if new is not None and new.num_rows:
             records = self._frame("partition_state", new)
@@ -160,13 +165,19 @@ class HistoryWindows:
                 F.col("leader").alias("prev_leader"),
                 F.col("isr").alias("prev_isr"),
             )
-            kept = kept.unionByName(records.join(before, _KEY).select(*TRANSITION_COLUMNS))
+            # Materialized before LATEST is replaced: the pairing reads the newest records so far.
+            paired = records.join(before, _KEY).select(*TRANSITION_COLUMNS)
+            self._recent[TRANSITIONS].append(self._materialize(paired))
             latest = latest.join(records.select(*_KEY), _KEY, "left_anti").unionByName(records)
-        self._replace(TRANSITIONS, kept)  # before LATEST: it reads the newest records so far
+        self._fold_if_due(TRANSITIONS, ts - recent)
         self._replace(LATEST, latest.where(F.col("ts") >= F.lit(ts - self._spans["partition_state"])))
 
     def _load(self, wanted: dict[str, timedelta], now: datetime) -> None:
         end = now + timedelta(microseconds=1)  # the snapshot at `now` may already be written
+        for frames in self._recent.values():
+            for frame in frames:
+                release_frame(frame)
+        self._recent = {table: [] for table in (*WINDOW_TABLES, TRANSITIONS)}
         for table in WINDOW_TABLES:
             self._replace(
                 table, read_history(self.spark, self.root, table, self.cluster, now - wanted[table], end)
@@ -186,14 +197,44 @@ class HistoryWindows:
         self.loads += 1
         log.debug("history windows of %s read from Parquet (load %d)", self.cluster, self.loads)
 
-    def _replace(self, table: str, rows: DataFrame) -> None:
-        """Materialize `rows` (a local checkpoint: computed once, lineage cut, so the plan of a
-        window never grows with the number of cycles), then free the previous frame's blocks.
+    def _window(self, table: str, since: datetime, span: timedelta | None) -> tuple[DataFrame, datetime]:
+        """Under the lock: `table`'s kept rows (its base and the cycles since), and the bound the
+        rows read must not start before: `since`, or the span back from the newest sample when
+        that is later (rows a fold has not dropped yet are not served)."""
+        base = self._rows.get(table)
+        if base is None or span is None or self._newest is None:
+            raise RuntimeError(f"history windows of {self.cluster} are not loaded; call prepare() first")
+        rows = base
+        for frame in self._recent[table]:
+            rows = rows.unionByName(frame)
+        if self._recent[table]:
+            rows = rows.coalesce(self.partitions)  # as many tasks as cores, however many frames
+        return rows, max(since, self._newest - span)
 
-        The rows are first coalesced to the session's parallelism: each cycle's union adds the
-        new sample's partitions, so without it a window read by every check would be a day's
-        worth of partitions (tasks) after a day of cycles."""
-        fresh = rows.coalesce(self.partitions).localCheckpoint(eager=True)
+    def _fold_if_due(self, table: str, oldest: datetime) -> None:
+        """Every `FOLD_EVERY` cycles: fold the cycles kept beside `table`'s base into it, dropping
+        the rows older than `oldest` (out of the span)."""
+        recent = self._recent[table]
+        if len(recent) < FOLD_EVERY:
+            return
+        rows = self._rows[table]
+        for frame in recent:
+            rows = rows.unionByName(frame)
+        self._replace(table, rows.where(F.col("ts") >= F.lit(oldest)))
+        for frame in recent:
+            release_frame(frame)
+        self._recent[table] = []
+
+    def _materialize(self, rows: DataFrame) -> DataFrame:
+        """A local checkpoint of `rows`: computed once, lineage cut, so the plan of a window never
+        grows with the number of cycles. Coalesced to the session's parallelism first: each
+        union adds its frames' partitions, so without it a window read by every check would be
+        a day's worth of partitions (tasks) after a day of cycles."""
+        return rows.coalesce(self.partitions).localCheckpoint(eager=True)
+
+    def _replace(self, table: str, rows: DataFrame) -> None:
+        """Materialize `rows` as `table`'s base, then free the previous base's blocks."""
+        fresh = self._materialize(rows)
         old = self._rows.get(table)
         self._rows[table] = fresh
         if old is not None:
