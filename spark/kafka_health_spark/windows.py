@@ -68,7 +68,7 @@ FOLD_EVERY = 8
 class HistoryWindows:
     """One cluster's history windows, owned by the worker that diagnoses it (one cycle at a time)."""
 
-    def __init__(self, spark: SparkSession, root: str, cluster: str) -> None:
+    def __init__(self, spark: SparkSession, root: str, cluster: str, *, fold_every: int = FOLD_EVERY) -> None:
         self.spark = spark
         self.root = root
         self.cluster = cluster
@@ -78,6 +78,8 @@ class HistoryWindows:
         self._newest: datetime | None = None  # the newest ts the kept rows cover
         self._lock = threading.Lock()
         self.loads = 0  # how often Parquet was read (the bench and the tests count them)
+        self.folds = 0  # how often a window's cycles were folded into its base (the tests count them)
+        self.fold_every = fold_every
         self.partitions = _parallelism(spark)
 
     def past(self, table: str, since: datetime, until: datetime) -> DataFrame:
@@ -212,10 +214,10 @@ class HistoryWindows:
         return rows, max(since, self._newest - span)
 
     def _fold_if_due(self, table: str, oldest: datetime) -> None:
-        """Every `FOLD_EVERY` cycles: fold the cycles kept beside `table`'s base into it, dropping
+        """Every `fold_every` cycles: fold the cycles kept beside `table`'s base into it, dropping
         the rows older than `oldest` (out of the span)."""
         recent = self._recent[table]
-        if len(recent) < FOLD_EVERY:
+        if len(recent) < self.fold_every:
             return
         rows = self._rows[table]
         for frame in recent:
@@ -224,6 +226,7 @@ class HistoryWindows:
         for frame in recent:
             release_frame(frame)
         self._recent[table] = []
+        self.folds += 1
 
     def _materialize(self, rows: DataFrame) -> DataFrame:
         """A local checkpoint of `rows`: computed once, lineage cut, so the plan of a window never

@@ -124,7 +124,9 @@ def test_windows_kept_in_memory_equal_windows_read_from_parquet(
     rng = random.Random(seed)
     root = tmp_path_factory.mktemp("windows")
     store = HistoryStore(root)
-    windows = HistoryWindows(spark, str(root), CLUSTER)
+    # Folded every 3 cycles: between maintenance reloads (every 6) the windows are folded and
+    # read both right after a fold and with cycles kept beside the base.
+    windows = HistoryWindows(spark, str(root), CLUSTER, fold_every=3)
     offsets: dict[tuple[str, int], int] = {}
     now = START
     t = SMALL
@@ -150,6 +152,7 @@ def test_windows_kept_in_memory_equal_windows_read_from_parquet(
             assert from_memory.findings == from_parquet.findings
             assert from_memory.findings, "the random cluster has findings to compare"
     assert windows.loads >= 3, "maintenance and the new thresholds made the windows read Parquet again"
+    assert windows.folds > 0, "cycles were folded into the windows' bases"
     assert transitions, "the random cluster's partitions changed: there were transitions to compare"
 
 
@@ -165,7 +168,7 @@ def test_windows_read_parquet_once_and_then_fold_cycles_in(spark: SparkSession, 
         windows.record(written.tables, now)
         windows.prepare(SMALL, now)
     assert windows.loads == 1
-    # Only the span is kept: samples older than the window are gone from memory.
+    # Only the span is served: samples older than the window are left out (and dropped at a fold).
     kept = windows.past("group_offset_samples", START - timedelta(days=1), now)
     oldest = kept.agg(F.min(F.unix_micros("ts"))).first()
     span_start = now - spans(SMALL)["group_offset_samples"]
@@ -178,6 +181,32 @@ def test_windows_read_parquet_once_and_then_fold_cycles_in(spark: SparkSession, 
     transitions = windows.transitions(START, now + timedelta(seconds=1))
     assert transitions.count() > 0
     assert transitions.rdd.getNumPartitions() <= windows.partitions
+
+
+def test_a_cycle_adds_its_rows_without_copying_the_windows(spark: SparkSession, tmp_path: Path) -> None:
+    """Between folds a cycle runs two Spark jobs whatever the windows hold: pairing the new
+    partition records with the newest ones, and the newest records themselves; the sample
+    tables' new rows are kept as they were written. A fold materializes each window once."""
+    rng = random.Random(11)
+    store = HistoryStore(tmp_path)
+    windows = HistoryWindows(spark, str(tmp_path), CLUSTER, fold_every=3)
+    tracker = spark.sparkContext.statusTracker()
+    offsets: dict[tuple[str, int], int] = {}
+    now = START
+    jobs = []
+    for _ in range(7):
+        now += timedelta(seconds=60)
+        written = store.append(_snapshot(rng, now, offsets))
+        before = max(tracker.getJobIdsForGroup(None) or [0])
+        folds = windows.folds
+        windows.record(written.tables, now)
+        jobs.append((max(tracker.getJobIdsForGroup(None) or [0]) - before, windows.folds - folds))
+        windows.prepare(SMALL, now)
+    kept_cycles = [j for j, folded in jobs[1:] if not folded]  # the first cycle reads Parquet
+    folding_cycles = [j for j, folded in jobs[1:] if folded]
+    assert kept_cycles and all(j == 2 for j in kept_cycles), jobs
+    assert folding_cycles and all(j == 2 + len(WINDOW_TABLES) + 1 for j in folding_cycles), jobs
+    assert {folded for _, folded in jobs[1:]} == {0, len(WINDOW_TABLES) + 1}, jobs
 
 
 def test_partition_state_is_served_as_transitions_only(spark: SparkSession, tmp_path: Path) -> None:
