@@ -6,13 +6,14 @@ for every check that reads them. Instead, a policy's worker keeps, per sample ta
 of the longest span any check reads (`frames.spans`): a checkpointed Spark frame (the base)
 plus the rows each cycle since has written, each cycle's rows a frame of their own, so adding a
 sample copies nothing. Every `FOLD_EVERY` cycles those frames are folded into a new base and the
-rows that fell out of the span are dropped (until then reads leave them out). partition_state is kept as what the flapping checks derive from it: its transitions over
-the window (each record beside the record before it), and each partition's newest record, which
-the next cycle's records are paired with; so no cycle sorts a day of records again. Parquet
-stays the durable store and the source of truth: it is read at the first cycle (and so after an
+rows that fell out of the span are dropped (until then reads leave them out). partition_state
+is kept as what the flapping checks derive from it: its transitions over the window (each record
+beside the record before it, kept the same way), and each partition's newest record, which the
+next cycle's records are paired with; so no cycle sorts a day of records again. Parquet stays
+the durable store and the source of truth: it is read at the first cycle (and so after an
 operator restart), after history maintenance (retention, compaction), and when new thresholds
-change the spans. `tests/spark/test_windows.py` proves that the windows kept
-this way equal the windows read from Parquet after many random cycles.
+change the spans. `tests/spark/test_windows.py` proves that the windows kept this way equal the
+windows read from Parquet after many random cycles.
 """
 
 from __future__ import annotations
