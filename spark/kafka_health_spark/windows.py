@@ -204,15 +204,19 @@ class HistoryWindows:
         """Under the lock: `table`'s kept rows (its base and the cycles since), and the bound the
         rows read must not start before: `since`, or the span back from the newest sample when
         that is later (rows a fold has not dropped yet are not served)."""
-        base = self._rows.get(table)
-        if base is None or span is None or self._newest is None:
+        if self._rows.get(table) is None or span is None or self._newest is None:
             raise RuntimeError(f"history windows of {self.cluster} are not loaded; call prepare() first")
-        rows = base
-        for frame in self._recent[table]:
-            rows = rows.unionByName(frame)
+        rows = self._kept(table)
         if self._recent[table]:
             rows = rows.coalesce(self.partitions)  # as many tasks as cores, however many frames
         return rows, max(since, self._newest - span)
+
+    def _kept(self, table: str) -> DataFrame:
+        """Under the lock: `table`'s base and the frames of the cycles since, as one frame."""
+        rows = self._rows[table]
+        for frame in self._recent[table]:
+            rows = rows.unionByName(frame)
+        return rows
 
     def _fold_if_due(self, table: str, oldest: datetime) -> None:
         """Every `fold_every` cycles: fold the cycles kept beside `table`'s base into it, dropping
@@ -220,10 +224,7 @@ class HistoryWindows:
         recent = self._recent[table]
         if len(recent) < self.fold_every:
             return
-        rows = self._rows[table]
-        for frame in recent:
-            rows = rows.unionByName(frame)
-        self._replace(table, rows.where(F.col("ts") >= F.lit(oldest)))
+        self._replace(table, self._kept(table).where(F.col("ts") >= F.lit(oldest)))
         for frame in recent:
             release_frame(frame)
         self._recent[table] = []
