@@ -23,6 +23,18 @@ uses. A warm 10k-partition cycle then peaks at 1,479 MiB for Python and the JVM 
 instead of 1,707 MiB (the whole 1g heap committed), at the same speed, and 100k still runs in
 the 1g default (2,054 MiB); measured with bench/diagnose_bench.py --mode operator.
 
+It also compiles with HotSpot's first JIT tier only (C1). Every cycle brings new generated
+classes (each carries the cycle's times), and the optimizing compiler (C2) spent ~2.5 of a warm
+10k cycle's ~9 CPU-seconds compiling them and re-compiling Spark's code around them; C1 compiles
+them for a tenth of that and the code it makes is fast enough for tables of this size. C1 alone
+gets a 48 MB code cache by default, which fills within the first cycles (the JIT then stops for
+good), so the cache is reserved at tiered compilation's default, 240 MB. The allocation settings
+cut what each task allocates, so G1 collects less often: a hash aggregation's first memory page
+(sized for the heap: 16 MB here, zeroed for tables of thousands of rows) is 1 MB, each
+broadcast (every stage broadcasts its task) is cut into 256 KB blocks instead of one 4 MB
+buffer, and the second-level aggregation hash map (one more set of buffers per aggregating task)
+is off. Measured per thread of the driver JVM, docs/diagnostics.md "Performance".
+
 A short-lived embedded session (`kafka-health diagnose`: one diagnosis, then the JVM exits) is
 tuned for a cold JVM instead: the JIT's first tier only and the serial collector (HotSpot's
 optimizing compiler and G1's threads compete with the work for 2 cores and never pay back in
@@ -53,7 +65,12 @@ DEFAULT_SHUFFLE_PARTITIONS = 2
 # Static: applies when this process starts the JVM (a Spark cluster's driver is this process too).
 CODEGEN_CACHE_ENTRIES = "4096"
 # A driver JVM that lives for many cycles (see the module docstring).
-LONG_LIVED_JAVA_OPTIONS = "-XX:GCTimeRatio=4 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
+LONG_LIVED_JAVA_OPTIONS = (
+    "-XX:GCTimeRatio=4 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
+    " -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+)
+# Static settings (read when the JVM's Spark context starts): less allocated per task.
+ALLOCATION_CONF = {"spark.buffer.pageSize": "1m", "spark.broadcast.blockSize": "256k"}
 # A JVM that runs one diagnosis and exits (see the module docstring).
 SHORT_LIVED_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # Writing a class archive at exit takes ~10 s on 2 cores.
@@ -99,6 +116,7 @@ def get_session(
         # A snapshot becomes one Spark partition per Arrow batch: 100k rows keeps a 1M-partition
         # cluster at 10 tasks per scan instead of 100.
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+        "spark.sql.codegen.aggregate.map.twolevel.enabled": "false",
         **(conf or {}),
     }
     if remote:
@@ -135,6 +153,8 @@ def get_session(
         # Read once by PySpark when the first column function runs: it must be set at start.
         .config("spark.python.sql.dataFrameDebugging.enabled", "false")
     )
+    for key, value in ALLOCATION_CONF.items():
+        builder = builder.config(key, value)
     for key, value in runtime.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafka_health_spark.session import (
+    ALLOCATION_CONF,
     LONG_LIVED_JAVA_OPTIONS,
     SHORT_LIVED_CONF,
     SHORT_LIVED_JAVA_OPTIONS,
@@ -57,7 +58,24 @@ def test_a_long_lived_jvm_grows_its_heap_only_as_needed(spark: SparkSession) -> 
     assert jvm is not None
     running = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert set(LONG_LIVED_JAVA_OPTIONS.split()) <= set(running), running
-    assert not set(SHORT_LIVED_JAVA_OPTIONS.split()) & set(running), running
+    assert "-XX:+UseSerialGC" not in running  # the one-shot's collector: thrashes a 1g heap at 100k
+
+
+def test_a_long_lived_jvm_keeps_room_for_compiled_code(spark: SparkSession) -> None:
+    # With the first JIT tier only, HotSpot reserves 48 MB of code cache, which fills within the
+    # first cycles; the JIT then stops and everything after runs interpreted.
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    pools = jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+    code = sum(p.getUsage().getMax() for p in pools if "CodeHeap" in p.getName() or p.getName() == "CodeCache")
+    assert code >= 240 * 2**20, code
+
+
+def test_tasks_allocate_small_pages_and_broadcast_blocks(spark: SparkSession) -> None:
+    conf = spark.sparkContext.getConf()
+    for key, value in ALLOCATION_CONF.items():
+        assert conf.get(key) == value, key
+    assert spark.conf.get("spark.sql.codegen.aggregate.map.twolevel.enabled") == "false"
 
 
 def test_a_long_lived_jvm_maps_no_class_archive(spark: SparkSession) -> None:
