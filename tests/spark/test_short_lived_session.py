@@ -67,7 +67,9 @@ def test_a_long_lived_jvm_keeps_room_for_compiled_code(spark: SparkSession) -> N
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     pools = jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
-    code = sum(p.getUsage().getMax() for p in pools if "CodeHeap" in p.getName() or p.getName() == "CodeCache")
+    code = sum(
+        p.getUsage().getMax() for p in pools if "CodeHeap" in p.getName() or p.getName() == "CodeCache"
+    )
     assert code >= 240 * 2**20, code
 
 
