@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
 import synthetic
 from diagnose_bench import SIZES, PeakRss, cpu_seconds, seed_history
 
@@ -143,12 +144,21 @@ def main() -> None:
             print(f"{setting}: FAILED\n{done.stderr[-2000:]}")
             continue
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    print(f"{size:,} partitions, {args.history_minutes} min of history every {args.interval} s; {args.cycles - 1} warm cycles")
+    print(
+        f"{size:,} partitions, {args.history_minutes} min of history every {args.interval} s; {args.cycles - 1} warm cycles"
+    )
     names = [r["setting"] for r in results]
     print(f"{'per warm cycle (median)':<52}" + "".join(f"{n:>12}" for n in names))
-    for label, key in (("wall s", "wall"), ("CPU s (process + JVM)", "cpu"), ("  Python s", "python"), ("  JVM s", "jvm")):
+    for label, key in (
+        ("wall s", "wall"),
+        ("CPU s (process + JVM)", "cpu"),
+        ("  Python s", "python"),
+        ("  JVM s", "jvm"),
+    ):
         print(f"{label:<52}" + "".join(f"{r[key]:>12.2f}" for r in results))
-    groups = sorted({g for r in results for g in r["groups"]}, key=lambda g: -max(r["groups"].get(g, 0) for r in results))
+    groups = sorted(
+        {g for r in results for g in r["groups"]}, key=lambda g: -max(r["groups"].get(g, 0) for r in results)
+    )
     for g in groups:
         print(f"{'    ' + g:<52}" + "".join(f"{r['groups'].get(g, 0.0):>12.2f}" for r in results))
     print(f"{'peak RSS MiB':<52}" + "".join(f"{r['peak_mib']:>12.0f}" for r in results))
