@@ -38,8 +38,8 @@ def operator(
     spark_driver_memory: Annotated[
         str,
         typer.Option(
-            help="JVM heap of the embedded Spark driver, e.g. 1g; about 6g for 100k partitions, "
-            "12g for 1M (docs/diagnostics.md). Ignored with --spark-remote."
+            help="JVM heap of the embedded Spark driver, e.g. 1g: enough for a policy of 10k or "
+            "100k partitions with an hour of history (docs/diagnostics.md). Ignored with --spark-remote."
         ),
     ] = "1g",
     peering: Annotated[
