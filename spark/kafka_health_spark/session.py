@@ -28,9 +28,12 @@ classes (each carries the cycle's times), and the optimizing compiler (C2) spent
 10k cycle's ~9 CPU-seconds compiling them and re-compiling Spark's code around them; C1 compiles
 them for a tenth of that and the code it makes is fast enough for tables of this size. C1 alone
 gets a 48 MB code cache by default, which fills within the first cycles (the JIT then stops for
-good), so the cache is reserved at tiered compilation's default, 240 MB. The allocation settings
-cut what each task allocates, so G1 collects less often: a hash aggregation's first memory page
-(sized for the heap: 16 MB here, zeroed for tables of thousands of rows) is 1 MB, each
+good), so the cache is reserved at tiered compilation's default, 240 MB.
+
+Every session also cuts what each task allocates, so the collector runs less often (a Spark
+Connect session gets only the aggregation map setting; the others are static): a hash
+aggregation's first memory page (sized for the heap: 16 MB here, zeroed for tables of thousands
+of rows) is 1 MB, each
 broadcast (every stage broadcasts its task) is cut into 256 KB blocks instead of one 4 MB
 buffer, and the second-level aggregation hash map (one more set of buffers per aggregating task)
 is off. Measured per thread of the driver JVM, docs/diagnostics.md "Performance".
