@@ -2,14 +2,20 @@
 JVM settings of before and now, side by side in one run.
 
     .venv/bin/python bench/jvm_cpu_bench.py --size 10k --cycles 10
+    .venv/bin/python bench/jvm_cpu_bench.py --size 10k --cycles 160 --settings status-defaults,now
 
 Each setting runs in a fresh process: an hour of history written as the operator writes it, then
 `--cycles` operator cycles (a new snapshot appended, recorded into the kept windows, diagnosed
 with the summary; the first cycle is cold and left out). Per setting: the warm cycle's median
-wall time and CPU (this process and the JVM), peak RSS, and the JVM's CPU per cycle by thread
+wall time and CPU (this process and the JVM), peak RSS, the heap still used after the cycles
+(after a full collection), and the JVM's CPU per cycle by thread
 group read from /proc (the JIT's compiler threads, G1's threads, Spark's task threads, ...).
 Threads that end within the measured cycles (the Py4J threads that serve each cycle's check
 threads: planning, optimizing and code generation) are counted in the JVM's total only.
+
+`--settings` names the settings to compare: `before` (the long-lived JVM settings before
+2026-11-24 evening), `now`, and `status-defaults` (now, but with Spark's default retention of
+finished jobs, stages and SQL executions in its status store).
 """
 
 from __future__ import annotations
@@ -36,9 +42,16 @@ from diagnose_bench import SIZES, PeakRss, cpu_seconds, seed_history
 BEFORE = {
     "java": "-XX:GCTimeRatio=4 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30",
     "allocation": {},
+    "retention": {},
     "conf": {"spark.sql.codegen.aggregate.map.twolevel.enabled": "true"},
 }
-SETTINGS = {"before": BEFORE, "now": None}
+# Now, but with Spark's status store keeping its defaults (1,000 jobs, stages and SQL executions).
+STATUS_DEFAULTS = {"retention": {}}
+SETTINGS: dict[str, dict[str, Any] | None] = {
+    "before": BEFORE,
+    "now": None,
+    "status-defaults": STATUS_DEFAULTS,
+}
 GROUPS = [
     ("JIT compiler", r"^C\d CompilerThre"),
     ("GC (G1 concurrent)", r"^G1 (Conc|Refine|Main Marker|Service)"),
@@ -76,12 +89,14 @@ def worker(setting: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
     from kafka_health_spark.thresholds import Thresholds
     from kafka_health_spark.windows import HistoryWindows
 
-    override = SETTINGS[setting]
-    conf = None
-    if override is not None:
+    override = SETTINGS[setting] or {}
+    if "java" in override:
         session.LONG_LIVED_JAVA_OPTIONS = override["java"]  # type: ignore[misc]
+    if "allocation" in override:
         session.ALLOCATION_CONF = override["allocation"]  # type: ignore[misc]
-        conf = override["conf"]
+    if "retention" in override:
+        session.STATUS_RETENTION_CONF = override["retention"]  # type: ignore[misc]
+    conf = override.get("conf")
     shape, root, store, first, history = seed_history(size, args, "kh-jvm-cpu-")
     spark = session.get_session(master="local[2]", driver_memory=args.driver_memory, conf=conf)
     jvm = next(c for c in psutil.Process().children(recursive=True) if "java" in c.name())
@@ -104,6 +119,11 @@ def worker(setting: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
         cpus.append(cpu_seconds() - c0)
     end_threads, jvm1 = thread_cpu(jvm.pid), sum(jvm.cpu_times()[:2])
     py1 = sum(psutil.Process().cpu_times()[:2])
+    # What the heap still holds after the cycles: a full collection, then the used heap.
+    jvm_lang = spark.sparkContext._jvm.java.lang  # type: ignore[union-attr]
+    jvm_lang.System.gc()
+    runtime = jvm_lang.Runtime.getRuntime()
+    live_mib = (runtime.totalMemory() - runtime.freeMemory()) / 2**20
     n = len(walls) - 1
     groups: dict[str, float] = collections.Counter()
     for key, cpu in end_threads.items():
@@ -118,6 +138,7 @@ def worker(setting: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
         "jvm": jvm_total,
         "groups": dict(groups),
         "peak_mib": peak.stop() / 2**20,
+        "live_mib": live_mib,
     }
 
 
@@ -162,6 +183,10 @@ def main() -> None:
     for g in groups:
         print(f"{'    ' + g:<52}" + "".join(f"{r['groups'].get(g, 0.0):>12.2f}" for r in results))
     print(f"{'peak RSS MiB':<52}" + "".join(f"{r['peak_mib']:>12.0f}" for r in results))
+    print(
+        f"{'heap used after the cycles and a full GC, MiB':<52}"
+        + "".join(f"{r['live_mib']:>12.0f}" for r in results)
+    )
     print(f"uptime after: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
 
 

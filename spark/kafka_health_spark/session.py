@@ -74,6 +74,16 @@ LONG_LIVED_JAVA_OPTIONS = (
 )
 # Static settings (read when the JVM's Spark context starts): less allocated per task.
 ALLOCATION_CONF = {"spark.buffer.pageSize": "1m", "spark.broadcast.blockSize": "256k"}
+# Static too: how many finished jobs, stages, tasks and SQL executions Spark's status store keeps
+# for its UI and status API (defaults 1,000 / 1,000 / 100,000 / 1,000). Nothing here reads them
+# past the last few (the UI is off), and a cycle runs ~35 SQL executions, each kept with its
+# plan's text and graph: with the defaults the store grew for ~30 cycles and stayed large.
+STATUS_RETENTION_CONF = {
+    "spark.ui.retainedJobs": "100",
+    "spark.ui.retainedStages": "100",
+    "spark.ui.retainedTasks": "1000",
+    "spark.sql.ui.retainedExecutions": "100",
+}
 # A JVM that runs one diagnosis and exits (see the module docstring).
 SHORT_LIVED_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # Writing a class archive at exit takes ~10 s on 2 cores.
@@ -156,7 +166,7 @@ def get_session(
         # Read once by PySpark when the first column function runs: it must be set at start.
         .config("spark.python.sql.dataFrameDebugging.enabled", "false")
     )
-    for key, value in ALLOCATION_CONF.items():
+    for key, value in {**ALLOCATION_CONF, **STATUS_RETENTION_CONF}.items():
         builder = builder.config(key, value)
     for key, value in runtime.items():
         builder = builder.config(key, value)

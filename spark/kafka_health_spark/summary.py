@@ -16,6 +16,8 @@ from kafka_health_spark.checks.disk import disk_now
 from kafka_health_spark.frames import Frames
 
 TOP_GROUPS = 8
+# The parts of the summary's one collect.
+BROKERS, LAG, DISK = "brokers", "lag", "disk"
 
 
 def _ts(micros: int) -> datetime:
@@ -23,7 +25,7 @@ def _ts(micros: int) -> datetime:
 
 
 def summarize(frames: Frames) -> DiagnosisSummary:
-    """Collect the summary (three small queries; the totals come from the snapshot itself)."""
+    """Collect the summary in one query (the totals come from the snapshot itself)."""
     p = frames.partitions
     hosted = replicas_per_broker(frames).withColumnRenamed("replicas", "partitions")
     led = (
@@ -50,7 +52,6 @@ def summarize(frames: Frames) -> DiagnosisSummary:
         .join(preferred, "broker", "left")
         .join(disk, "broker", "left")
         .fillna(0, subset=["partitions", "leaders", "preferred_leaders"])
-        .orderBy("broker")
     )
 
     lag = (
@@ -64,12 +65,28 @@ def summarize(frames: Frames) -> DiagnosisSummary:
         .limit(TOP_GROUPS)
         .select("group_id")
     )
-    lag_rows = lag.join(top, "group_id").select("group_id", F.unix_micros("ts").alias("us"), "lag").collect()
-    disk_rows = (
-        frames.broker_samples.where(F.col("used_bytes").isNotNull())
-        .select("broker", F.unix_micros("ts").alias("us"), "used_bytes")
+    lag_series = lag.join(top, "group_id").select(
+        F.lit(LAG).alias("part"),
+        F.col("group_id").alias("key"),
+        F.unix_micros("ts").alias("us"),
+        F.col("lag").cast("double").alias("value"),
+    )
+    disk_series = frames.broker_samples.where(F.col("used_bytes").isNotNull()).select(
+        F.lit(DISK).alias("part"),
+        F.col("broker").cast("string").alias("key"),
+        F.unix_micros("ts").alias("us"),
+        F.col("used_bytes").cast("double").alias("value"),
+    )
+    # One collect (one Spark job) for the three parts: each part's columns, null in the others'.
+    rows = (
+        brokers.select(F.lit(BROKERS).alias("part"), "*")
+        .unionByName(lag_series, allowMissingColumns=True)
+        .unionByName(disk_series, allowMissingColumns=True)
         .collect()
     )
+    broker_rows = sorted((r for r in rows if r["part"] == BROKERS), key=lambda r: r["broker"])
+    lag_rows = [r for r in rows if r["part"] == LAG]
+    disk_rows = [r for r in rows if r["part"] == DISK]
     return DiagnosisSummary(
         topics=frames.topic_count,
         partitions=frames.partition_count,
@@ -85,17 +102,14 @@ def summarize(frames: Frames) -> DiagnosisSummary:
                 total_bytes=r["total_bytes"],
                 usable_bytes=r["usable_bytes"],
             )
-            for r in brokers.collect()
+            for r in broker_rows
         ],
         lag=sorted(
-            (SeriesPoint(ts=_ts(r["us"]), key=r["group_id"], value=float(r["lag"])) for r in lag_rows),
+            (SeriesPoint(ts=_ts(r["us"]), key=r["key"], value=r["value"]) for r in lag_rows),
             key=lambda s: (s.key, s.ts),
         ),
         disk_used_bytes=sorted(
-            (
-                SeriesPoint(ts=_ts(r["us"]), key=str(r["broker"]), value=float(r["used_bytes"]))
-                for r in disk_rows
-            ),
+            (SeriesPoint(ts=_ts(r["us"]), key=r["key"], value=r["value"]) for r in disk_rows),
             key=lambda s: (s.key, s.ts),
         ),
     )
