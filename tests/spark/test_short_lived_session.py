@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 from pyspark.sql import SparkSession
@@ -15,6 +16,7 @@ from kafka_health_spark.session import (
     LONG_LIVED_JAVA_OPTIONS,
     SHORT_LIVED_CONF,
     SHORT_LIVED_JAVA_OPTIONS,
+    STATUS_RETENTION_CONF,
     get_session,
 )
 
@@ -78,6 +80,28 @@ def test_tasks_allocate_small_pages_and_broadcast_blocks(spark: SparkSession) ->
     for key, value in ALLOCATION_CONF.items():
         assert conf.get(key) == value, key
     assert spark.conf.get("spark.sql.codegen.aggregate.map.twolevel.enabled") == "false"
+
+
+def test_spark_keeps_only_the_last_jobs_and_sql_executions(spark: SparkSession) -> None:
+    # Spark's status store kept 1,000 of each by default, with each SQL execution's plan text.
+    conf = spark.sparkContext.getConf()
+    for key, value in STATUS_RETENTION_CONF.items():
+        assert conf.get(key) == value, key
+    kept_jobs = int(STATUS_RETENTION_CONF["spark.ui.retainedJobs"])
+    kept_executions = int(STATUS_RETENTION_CONF["spark.sql.ui.retainedExecutions"])
+    for _ in range(kept_jobs + 20):
+        spark.range(1).collect()
+    sc = spark.sparkContext
+    store = spark._jsparkSession.sharedState().statusStore()  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 30
+    while True:  # the store trims itself after the listener bus delivers the events
+        jobs = len(sc.statusTracker().getJobIdsForGroup(None))
+        executions = int(store.executionsCount())
+        if (jobs <= kept_jobs and executions <= kept_executions) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert jobs <= kept_jobs
+    assert executions <= kept_executions
 
 
 def test_a_long_lived_jvm_maps_no_class_archive(spark: SparkSession) -> None:
