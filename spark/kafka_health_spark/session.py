@@ -38,7 +38,8 @@ broadcast (every stage broadcasts its task) is cut into 256 KB blocks instead of
 buffer, and the second-level aggregation hash map (one more set of buffers per aggregating task)
 is off. Measured per thread of the driver JVM, docs/diagnostics.md "Performance".
 
-Every session's status store (what Spark's UI and status API read) keeps the last 100 jobs,
+The status store of a session this process starts (what Spark's UI and status API read; a Spark
+Connect server keeps its own settings) keeps the last 100 jobs,
 stages and SQL executions instead of 1,000: nothing reads more (the UI is off), and each SQL
 execution is kept with its plan's text and graph. Over 160 operator cycles at 10k partitions the
 heap still used after a full collection went 292 → 263 MiB and the peak RSS 1,601 → 1,531 MiB.
@@ -82,7 +83,7 @@ ALLOCATION_CONF = {"spark.buffer.pageSize": "1m", "spark.broadcast.blockSize": "
 # Static too: how many finished jobs, stages, tasks and SQL executions Spark's status store keeps
 # for its UI and status API (defaults 1,000 / 1,000 / 100,000 / 1,000). Nothing here reads them
 # past the last few (the UI is off), and a cycle runs ~35 SQL executions, each kept with its
-# plan's text and graph: with the defaults the store grew for ~30 cycles and stayed large.
+# plan's text and graph: the defaults hold about 30 cycles' worth.
 STATUS_RETENTION_CONF = {
     "spark.ui.retainedJobs": "100",
     "spark.ui.retainedStages": "100",
