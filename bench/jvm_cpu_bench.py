@@ -38,7 +38,7 @@ import synthetic
 from diagnose_bench import SIZES, PeakRss, cpu_seconds, seed_history
 
 # The long-lived settings before 2026-11-24 evening (G1 sized for RSS only; C2 on; Spark's
-# default page and broadcast block sizes; two-level aggregation map on).
+# default page and broadcast block sizes and status-store retention; two-level aggregation map on).
 BEFORE = {
     "java": "-XX:GCTimeRatio=4 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30",
     "allocation": {},
