@@ -88,19 +88,32 @@ def capped(rows: DataFrame, cap: int) -> DataFrame:
     return rows.withColumn("check_total", total).withColumn("rank", rank).where(kept)
 
 
+def worst_first(rows: DataFrame, limit: int) -> DataFrame:
+    """The `limit` worst rows, in the capping order: Spark keeps a top `limit` per task and merges
+    them on the driver, with no shuffle and no sort of the rest."""
+    return rows.orderBy(*_worst_first_order(type(rows).__module__, id(SparkContext._gateway))).limit(limit)
+
+
 @functools.cache
-def _cap_columns(cap: int, _frame_kind: str, _gateway: int) -> tuple[Column, Column, Column]:
-    """The capping columns, built once per process (and kind of session): they name columns
-    only, so every check's rows can reuse them, and building them took ~70 Py4J round trips
-    per check and cycle."""
-    per_check = Window.partitionBy("check")
-    order = Window.partitionBy("check").orderBy(
+def _worst_first_order(_frame_kind: str, _gateway: int) -> tuple[Column, ...]:
+    """The capping order (worst severity, then subject), built once per process (and kind of
+    session), as `_cap_columns` is."""
+    return (
         severity_rank(F.col("severity")).desc(),
         F.col("topic").asc_nulls_first(),
         F.col("partition").asc_nulls_first(),
         F.col("group").asc_nulls_first(),
         F.col("broker").asc_nulls_first(),
     )
+
+
+@functools.cache
+def _cap_columns(cap: int, _frame_kind: str, _gateway: int) -> tuple[Column, Column, Column]:
+    """The capping columns, built once per process (and kind of session): they name columns
+    only, so every check's rows can reuse them, and building them took ~70 Py4J round trips
+    per check and cycle."""
+    per_check = Window.partitionBy("check")
+    order = Window.partitionBy("check").orderBy(*_worst_first_order(_frame_kind, _gateway))
     return F.count(F.lit(1)).over(per_check), F.row_number().over(order), F.col("rank") <= cap
 
 
@@ -127,12 +140,19 @@ def collect_findings(rows: DataFrame, cap: int) -> list[Finding]:
 
     A check with more rows than `cap` gets one extra cluster-level finding saying how many
     were left out, so a truncated list never reads as the whole story.
+
+    Most checks find fewer rows than `cap`, so their plan runs once as a top `cap + 1` (one stage
+    fewer than a window over the check's rows: no shuffle, no sort). Only when more come back is
+    the plan run again through `capped`, which counts and ranks each check's rows exactly (a plan
+    may hold more than one check, as the quorum's voters and observers).
     """
-    collected = [r.asDict() for r in capped(rows, cap).collect()]
+    collected = [r.asDict() for r in worst_first(rows, cap + 1).collect()]
+    if len(collected) > cap:
+        collected = [r.asDict() for r in capped(rows, cap).collect()]
     out = [to_finding(r) for r in collected]
     totals: dict[str, tuple[int, Severity]] = {}
     for r, f in zip(collected, out, strict=True):
-        total = int(r["check_total"])
+        total = int(r.get("check_total") or 0)
         if total > cap:
             worst = totals.get(f.check, (total, f.severity))[1]
             totals[f.check] = (total, max(worst, f.severity, key=lambda s: s.rank))

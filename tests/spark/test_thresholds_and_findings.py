@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from kafka_health.models.findings import Severity, SubjectKind
 from kafka_health_spark.checks import replication
+from kafka_health_spark.findings import collect_findings, worst_first
 from kafka_health_spark.thresholds import ThresholdError, Thresholds, parse_overrides
 from tests.spark.builders import brokers, check_findings, part, snapshot
 
@@ -48,3 +49,40 @@ def test_defaults_have_their_declared_types() -> None:
     t = Thresholds()
     for name, field in Thresholds.model_fields.items():
         assert isinstance(getattr(t, name), field.annotation), name  # type: ignore[arg-type]
+
+
+FINDING_SCHEMA = (
+    "check string, severity string, subject_kind string, broker int, topic string, partition int, "
+    "`group` string, message string, evidence string, remediation string"
+)
+
+
+def _rows(spark: SparkSession, checks: list[tuple[str, int]]) -> DataFrame:
+    return spark.createDataFrame(
+        [
+            (check, "warning", "partition", None, "t", p, None, f"{check} {p}", "{}", None)
+            for check, n in checks
+            for p in range(n)
+        ],
+        FINDING_SCHEMA,
+    )
+
+
+@pytest.mark.spark
+def test_a_check_under_the_cap_runs_as_a_top_k_without_a_shuffle(spark: SparkSession) -> None:
+    plan = worst_first(_rows(spark, [("a", 3)]), 4)._jdf.queryExecution().executedPlan().toString()
+    assert "TakeOrderedAndProject" in plan and "Exchange" not in plan, plan
+    found = collect_findings(_rows(spark, [("a", 3)]), 3)
+    assert [f.subject.partition for f in found] == [0, 1, 2]
+    assert all(f.subject.kind is SubjectKind.PARTITION for f in found), "at the cap: no summary finding"
+
+
+@pytest.mark.spark
+def test_a_plan_holding_two_checks_is_capped_per_check(spark: SparkSession) -> None:
+    """Over the cap in all, the rows are capped and counted per check (as the quorum's voters and
+    observers share one plan), not cut at the worst `cap` of both."""
+    found = collect_findings(_rows(spark, [("a", 3), ("b", 2)]), 2)
+    listed = sorted((f.check, f.subject.partition) for f in found if f.subject.kind is SubjectKind.PARTITION)
+    assert listed == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    (summary,) = [f for f in found if f.subject.kind is SubjectKind.CLUSTER]
+    assert (summary.check, summary.evidence) == ("a", {"total": 3, "listed": 2})
