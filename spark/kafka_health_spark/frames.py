@@ -178,6 +178,13 @@ class Frames:
     def now_col(self) -> Column:
         return F.lit(self.now).cast("timestamp")
 
+    def small_side(self, df: DataFrame) -> DataFrame:
+        """`df` as the small side of a join with the partitions: hinted to broadcast when the
+        partitions span more than one Spark partition (a plain join would shuffle and sort them
+        all), left to a plain join below that, where the broadcast is the costlier part (one more
+        Spark job: a warm 10k cycle ran 4 % less CPU without the hints, same findings)."""
+        return F.broadcast(df) if partitions_for(self.partition_count) > 1 else df
+
     def shared(
         self, name: str, build: Callable[[Frames], DataFrame], *, materialize: bool = False
     ) -> DataFrame:

@@ -38,8 +38,9 @@ def leader_imbalance(frames: Frames, t: Thresholds) -> DataFrame:
             ).otherwise(0)
         ).alias("electable"),
     )
+    # One row per broker on both sides (`per_broker` already partitioned by broker): a plain join.
     df = (
-        per_broker.join(F.broadcast(_alive(frames)), "broker")
+        per_broker.join(_alive(frames), "broker")
         .withColumn("ratio", F.col("not_preferred") / F.col("preferred_partitions"))
         .where(F.col("ratio") > t.leader_imbalance_ratio)
     )

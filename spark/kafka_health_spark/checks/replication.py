@@ -29,8 +29,8 @@ def _build_with_state(frames: Frames) -> DataFrame:
     alive = frames.brokers.where("alive").select(F.col("broker").alias("leader"), F.lit(True).alias("_live"))
     configs = frames.topic_configs.select("topic", F.col("min_insync_replicas").alias("min_isr"))
     return (
-        frames.partitions.join(F.broadcast(alive), "leader", "left")
-        .join(F.broadcast(configs), "topic", "left")
+        frames.partitions.join(frames.small_side(alive), "leader", "left")
+        .join(frames.small_side(configs), "topic", "left")
         .withColumn("rf", F.size("replicas"))
         .withColumn("isr_size", F.size("isr"))
         .withColumn("missing", id_list(F.array_except("replicas", "isr")))
