@@ -14,8 +14,10 @@ Threads that end within the measured cycles (the Py4J threads that serve each cy
 threads: planning, optimizing and code generation) are counted in the JVM's total only.
 
 `--settings` names the settings to compare: `before` (the long-lived JVM settings before
-2026-11-24 evening), `now`, and `status-defaults` (now, but with Spark's default retention of
-finished jobs, stages and SQL executions in its status store).
+2026-11-24 evening), `now`, `status-defaults` (now, but with Spark's default retention of
+finished jobs, stages and SQL executions in its status store) and `window-cap` (now, but each
+check's rows capped through a window and the replication joins' small sides always broadcast,
+as before 2026-11-25).
 """
 
 from __future__ import annotations
@@ -47,10 +49,14 @@ BEFORE = {
 }
 # Now, but with Spark's status store keeping its defaults (1,000 jobs, stages and SQL executions).
 STATUS_DEFAULTS = {"retention": {}}
+# Now, but every check's rows capped through a window over them (a shuffle and a sort per check)
+# and the replication checks' small join sides broadcast at any size, as before 2026-11-25.
+WINDOW_CAP = {"window_cap": True}
 SETTINGS: dict[str, dict[str, Any] | None] = {
     "before": BEFORE,
     "now": None,
     "status-defaults": STATUS_DEFAULTS,
+    "window-cap": WINDOW_CAP,
 }
 GROUPS = [
     ("JIT compiler", r"^C\d CompilerThre"),
@@ -83,6 +89,21 @@ def group_of(name: str) -> str:
     return "other live threads"
 
 
+def _cap_through_the_window() -> None:
+    """The engine before 2026-11-25: every check's rows capped through `findings.capped` (a
+    window over them), and the small side of each replication join broadcast at any size."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    from kafka_health_spark import findings, frames
+
+    def windowed(rows: DataFrame, cap: int) -> list[dict[str, Any]]:
+        return [r.asDict() for r in findings.capped(rows, cap).collect()]
+
+    findings.capped_rows = windowed  # type: ignore[assignment]
+    frames.Frames.small_side = lambda self, df: F.broadcast(df)  # type: ignore[method-assign]
+
+
 def worker(setting: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
     from kafka_health.diagnose import run_diagnosis
     from kafka_health_spark import session
@@ -96,6 +117,8 @@ def worker(setting: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
         session.ALLOCATION_CONF = override["allocation"]  # type: ignore[misc]
     if "retention" in override:
         session.STATUS_RETENTION_CONF = override["retention"]  # type: ignore[misc]
+    if override.get("window_cap"):
+        _cap_through_the_window()
     conf = override.get("conf")
     shape, root, store, first, history = seed_history(size, args, "kh-jvm-cpu-")
     spark = session.get_session(master="local[2]", driver_memory=args.driver_memory, conf=conf)

@@ -135,20 +135,28 @@ def to_finding(row: Mapping[str, Any]) -> Finding:
     )
 
 
+def capped_rows(rows: DataFrame, cap: int) -> list[dict[str, Any]]:
+    """Run a check's plan and bring back its worst `cap` rows per check.
+
+    Most checks find fewer rows than `cap`, so their plan runs once as a top `cap + 1` (one stage
+    fewer than a window over the check's rows: no shuffle, no sort). Only when more come back is
+    the plan run again through `capped`, which counts and ranks each check's rows exactly (a plan
+    may hold more than one check, as the quorum's voters and observers); its rows carry
+    `check_total`.
+    """
+    collected = [r.asDict() for r in worst_first(rows, cap + 1).collect()]
+    if len(collected) > cap:
+        collected = [r.asDict() for r in capped(rows, cap).collect()]
+    return collected
+
+
 def collect_findings(rows: DataFrame, cap: int) -> list[Finding]:
     """Run a check's plan, and turn its capped rows into findings, worst first.
 
     A check with more rows than `cap` gets one extra cluster-level finding saying how many
     were left out, so a truncated list never reads as the whole story.
-
-    Most checks find fewer rows than `cap`, so their plan runs once as a top `cap + 1` (one stage
-    fewer than a window over the check's rows: no shuffle, no sort). Only when more come back is
-    the plan run again through `capped`, which counts and ranks each check's rows exactly (a plan
-    may hold more than one check, as the quorum's voters and observers).
     """
-    collected = [r.asDict() for r in worst_first(rows, cap + 1).collect()]
-    if len(collected) > cap:
-        collected = [r.asDict() for r in capped(rows, cap).collect()]
+    collected = capped_rows(rows, cap)
     out = [to_finding(r) for r in collected]
     totals: dict[str, tuple[int, Severity]] = {}
     for r, f in zip(collected, out, strict=True):

@@ -210,3 +210,21 @@ def test_a_stalled_partition_stays_stall_over_the_critical_limit(spark: SparkSes
     record(tmp_path, history)
     found = check_findings(spark, lag.consumer_lag, now, tmp_path, lag_critical_messages=1)
     assert {f.evidence["status"] for f in found} == {"STALL"}
+
+
+def test_of_equal_lags_the_group_names_the_first_partition(spark: SparkSession, tmp_path: Path) -> None:
+    """The group's worst partition does not depend on the order Spark reads the rows in: of
+    partitions with equal lag, the first by topic and partition is named."""
+    snaps = [
+        snapshot(
+            partitions=balanced_topic("t", 3),
+            offsets=end_offsets({("t", p): 600 for p in (2, 1, 0)}),
+            groups=[group("g", {("t", p): 100 for p in (2, 1, 0)})],
+            taken_at=at(m),
+        )
+        for m in [*MINUTES, 0]
+    ]
+    record(tmp_path, snaps[:-1])
+    findings = check_findings(spark, lag.consumer_lag, snaps[-1], tmp_path)
+    (grp,) = [f for f in findings if f.subject.kind is SubjectKind.GROUP]
+    assert grp.evidence["max_lag_partition"] == "t-0" and grp.evidence["max_lag"] == 500

@@ -76,3 +76,13 @@ def test_skew_from_uneven_preferred_replicas_needs_reassignment(spark: SparkSess
 def test_small_spread_is_tolerated(spark: SparkSession) -> None:
     parts = balanced_topic("t", 4)  # leaders 2,1,1
     assert check_findings(spark, leadership.leader_skew, snapshot(partitions=parts)) == []
+
+
+def test_of_brokers_with_equal_leader_counts_the_lowest_id_is_named(spark: SparkSession) -> None:
+    """Ties name the lowest broker id, whatever order the partitions come in."""
+    parts = [part("t", p, 2, [2, 0, 1]) for p in range(6)] + [
+        part("t", 6 + p, 1, [1, 2, 0]) for p in range(6)
+    ]
+    (f,) = check_findings(spark, leadership.leader_skew, snapshot(partitions=parts))
+    assert (f.evidence["max_broker"], f.evidence["min_broker"]) == (1, 0)
+    assert f.evidence["leaders_per_broker"] == "0:0,1:6,2:6"

@@ -163,7 +163,11 @@ def consumer_lag(frames: Frames, t: Thresholds) -> DataFrame:
             F.max(_rank(F.col("status"))).alias("worst"),
             F.sum(F.greatest(F.col("lag"), F.lit(0))).alias("total_lag"),
             F.max("lag").alias("max_lag"),
-            F.max_by(F.format_string("%s-%d", "topic", "partition"), "lag").alias("max_lag_partition"),
+            # The partition with the most lag; of equal lags the first by topic and partition, so
+            # the message does not depend on the order Spark happens to read the rows in.
+            F.min_by(
+                F.format_string("%s-%d", "topic", "partition"), F.struct(-F.col("lag"), "topic", "partition")
+            ).alias("max_lag_partition"),
             F.count(F.lit(1)).alias("partitions"),
             F.sum(F.when(F.col("status") != "OK", 1).otherwise(0)).alias("partitions_not_ok"),
             F.first("members").alias("members"),

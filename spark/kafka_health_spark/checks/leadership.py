@@ -77,8 +77,9 @@ def _spread(name: str) -> list[F.Column]:
         F.max(name).alias(f"{name}_max"),
         F.min(name).alias(f"{name}_min"),
         F.avg(name).alias(f"{name}_mean"),
-        F.max_by("broker", name).alias(f"{name}_max_broker"),
-        F.min_by("broker", name).alias(f"{name}_min_broker"),
+        # Of brokers with equal counts, the lowest id: the same answer whatever the rows' order.
+        F.min_by("broker", F.struct(-F.col(name), "broker")).alias(f"{name}_max_broker"),
+        F.min_by("broker", F.struct(F.col(name), "broker")).alias(f"{name}_min_broker"),
         F.array_join(F.array_sort(F.collect_list(F.format_string("%d:%d", "broker", name))), ",").alias(
             f"{name}_per_broker"
         ),
