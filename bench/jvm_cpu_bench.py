@@ -17,7 +17,7 @@ threads: planning, optimizing and code generation) are counted in the JVM's tota
 2026-11-24 evening), `now`, `status-defaults` (now, but with Spark's default retention of
 finished jobs, stages and SQL executions in its status store) and `window-cap` (now, but each
 check's rows capped through a window and the replication joins' small sides always broadcast,
-as before 2026-11-25).
+as before the 2026-11-24 late-night session).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ BEFORE = {
 # Now, but with Spark's status store keeping its defaults (1,000 jobs, stages and SQL executions).
 STATUS_DEFAULTS = {"retention": {}}
 # Now, but every check's rows capped through a window over them (a shuffle and a sort per check)
-# and the replication checks' small join sides broadcast at any size, as before 2026-11-25.
+# and the replication checks' small join sides broadcast at any size: the engine before the
+# 2026-11-24 late-night session.
 WINDOW_CAP = {"window_cap": True}
 SETTINGS: dict[str, dict[str, Any] | None] = {
     "before": BEFORE,
@@ -90,7 +91,7 @@ def group_of(name: str) -> str:
 
 
 def _cap_through_the_window() -> None:
-    """The engine before 2026-11-25: every check's rows capped through `findings.capped` (a
+    """The engine before the 2026-11-24 late-night session: every check's rows capped through `findings.capped` (a
     window over them), and the small side of each replication join broadcast at any size."""
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
