@@ -135,28 +135,45 @@ def to_finding(row: Mapping[str, Any]) -> Finding:
     )
 
 
-def capped_rows(rows: DataFrame, cap: int) -> list[dict[str, Any]]:
+# The checks (by cluster and check) whose rows last came to more than their cap: their plan goes
+# straight to `capped` next time, instead of a top k that would come back full and run again.
+# Kept per process, bounded; a wrong guess costs one extra run of a plan, never a finding.
+_OVERFLOWED: dict[tuple[str, str], bool] = {}
+_OVERFLOWED_MAX = 4096
+
+
+def capped_rows(rows: DataFrame, cap: int, key: tuple[str, str] | None = None) -> list[dict[str, Any]]:
     """Run a check's plan and bring back its worst `cap` rows per check.
 
     Most checks find fewer rows than `cap`, so their plan runs once as a top `cap + 1` (one stage
-    fewer than a window over the check's rows: no shuffle, no sort). Only when more come back is
-    the plan run again through `capped`, which counts and ranks each check's rows exactly (a plan
-    may hold more than one check, as the quorum's voters and observers); its rows carry
-    `check_total`.
+    fewer than a window over the check's rows: no shuffle, no sort). When more come back the plan
+    is run through `capped`, which counts and ranks each check's rows exactly (a plan may hold more
+    than one check, as the quorum's voters and observers); its rows carry `check_total`. A check
+    that came to more than `cap` last time (`key`: its cluster and name) goes to `capped` at once,
+    so a large cluster's many findings do not run the plan twice every cycle.
     """
-    collected = [r.asDict() for r in worst_first(rows, cap + 1).collect()]
-    if len(collected) > cap:
+    if key is not None and _OVERFLOWED.get(key):
         collected = [r.asDict() for r in capped(rows, cap).collect()]
+        overflowed = any(int(r["check_total"]) > cap for r in collected)
+    else:
+        collected = [r.asDict() for r in worst_first(rows, cap + 1).collect()]
+        overflowed = len(collected) > cap
+        if overflowed:
+            collected = [r.asDict() for r in capped(rows, cap).collect()]
+    if key is not None:
+        if len(_OVERFLOWED) >= _OVERFLOWED_MAX and key not in _OVERFLOWED:
+            _OVERFLOWED.clear()
+        _OVERFLOWED[key] = overflowed
     return collected
 
 
-def collect_findings(rows: DataFrame, cap: int) -> list[Finding]:
+def collect_findings(rows: DataFrame, cap: int, key: tuple[str, str] | None = None) -> list[Finding]:
     """Run a check's plan, and turn its capped rows into findings, worst first.
 
     A check with more rows than `cap` gets one extra cluster-level finding saying how many
     were left out, so a truncated list never reads as the whole story.
     """
-    collected = capped_rows(rows, cap)
+    collected = capped_rows(rows, cap, key)
     out = [to_finding(r) for r in collected]
     totals: dict[str, tuple[int, Severity]] = {}
     for r, f in zip(collected, out, strict=True):

@@ -106,15 +106,15 @@ def test_materialized_shared_frames_are_freed_when_released(spark: SparkSession,
 
 
 def test_the_small_side_of_a_partition_join_broadcasts_only_for_a_large_cluster(spark: SparkSession) -> None:
-    """Below one Spark partition of partitions a plain join is cheaper than a broadcast job;
-    above it the partitions would be shuffled and sorted whole, so the small side is broadcast."""
+    """For a small cluster a plain join is cheaper than a broadcast job; for a large one the
+    partitions would be shuffled and sorted whole, so the small side is broadcast."""
     from dataclasses import replace
 
     from kafka_health_spark.checks import replication
 
     snap = snapshot(partitions=balanced_topic("t", 2), broker_list=brokers(0, 1, 2))
     small = frames.build_frames(spark, snap, None, Thresholds())
-    large = replace(small, partition_count=frames.ROWS_PER_PARTITION + 1)
+    large = replace(small, partition_count=frames.BROADCAST_ABOVE_PARTITIONS + 1)
 
     def plan(f: frames.Frames) -> str:
         return str(replication._build_with_state(f)._jdf.queryExecution().executedPlan().toString())

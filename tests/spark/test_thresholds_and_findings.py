@@ -6,6 +6,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from kafka_health.models.findings import Severity, SubjectKind
+from kafka_health_spark import findings as findings_module
 from kafka_health_spark.checks import replication
 from kafka_health_spark.findings import collect_findings, worst_first
 from kafka_health_spark.thresholds import ThresholdError, Thresholds, parse_overrides
@@ -86,3 +87,16 @@ def test_a_plan_holding_two_checks_is_capped_per_check(spark: SparkSession) -> N
     assert listed == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
     (summary,) = [f for f in found if f.subject.kind is SubjectKind.CLUSTER]
     assert (summary.check, summary.evidence) == ("a", {"total": 3, "listed": 2})
+
+
+@pytest.mark.spark
+def test_a_check_that_overflowed_goes_straight_to_the_window_and_back(spark: SparkSession) -> None:
+    """A check over its cap last time is capped through the window at once (one run of its plan,
+    not a full top k and then the window); once under its cap again it is a top k again."""
+    key = ("cluster-a", "check-a")
+    collect_findings(_rows(spark, [("a", 3)]), 2, key)
+    assert findings_module._OVERFLOWED[key] is True
+    found = collect_findings(_rows(spark, [("a", 3)]), 2, key)
+    assert [f.evidence for f in found if f.subject.kind is SubjectKind.CLUSTER] == [{"total": 3, "listed": 2}]
+    found = collect_findings(_rows(spark, [("a", 1)]), 2, key)
+    assert [f.subject.partition for f in found] == [0] and findings_module._OVERFLOWED[key] is False
