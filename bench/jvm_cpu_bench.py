@@ -98,7 +98,7 @@ def _cap_through_the_window() -> None:
 
     from kafka_health_spark import findings, frames
 
-    def windowed(rows: DataFrame, cap: int, key: Any = None) -> list[dict[str, Any]]:
+    def windowed(rows: DataFrame, cap: int, key: Any = None, *, top_k: bool = True) -> list[dict[str, Any]]:
         return [r.asDict() for r in findings.capped(rows, cap).collect()]
 
     findings.capped_rows = windowed  # type: ignore[assignment]

@@ -142,7 +142,9 @@ _OVERFLOWED: dict[tuple[str, str], bool] = {}
 _OVERFLOWED_MAX = 4096
 
 
-def capped_rows(rows: DataFrame, cap: int, key: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+def capped_rows(
+    rows: DataFrame, cap: int, key: tuple[str, str] | None = None, *, top_k: bool = True
+) -> list[dict[str, Any]]:
     """Run a check's plan and bring back its worst `cap` rows per check.
 
     Most checks find fewer rows than `cap`, so their plan runs once as a top `cap + 1` (one stage
@@ -150,9 +152,10 @@ def capped_rows(rows: DataFrame, cap: int, key: tuple[str, str] | None = None) -
     is run through `capped`, which counts and ranks each check's rows exactly (a plan may hold more
     than one check, as the quorum's voters and observers); its rows carry `check_total`. A check
     that came to more than `cap` last time (`key`: its cluster and name) goes to `capped` at once,
-    so a large cluster's many findings do not run the plan twice every cycle.
+    so many findings do not run the plan twice every cycle. Without `top_k` (a large cluster's
+    checks: there the top k measured slower than the window) every plan goes to `capped`.
     """
-    if key is not None and _OVERFLOWED.get(key):
+    if not top_k or (key is not None and _OVERFLOWED.get(key)):
         collected = [r.asDict() for r in capped(rows, cap).collect()]
         overflowed = any(int(r["check_total"]) > cap for r in collected)
     else:
@@ -167,13 +170,15 @@ def capped_rows(rows: DataFrame, cap: int, key: tuple[str, str] | None = None) -
     return collected
 
 
-def collect_findings(rows: DataFrame, cap: int, key: tuple[str, str] | None = None) -> list[Finding]:
+def collect_findings(
+    rows: DataFrame, cap: int, key: tuple[str, str] | None = None, *, top_k: bool = True
+) -> list[Finding]:
     """Run a check's plan, and turn its capped rows into findings, worst first.
 
     A check with more rows than `cap` gets one extra cluster-level finding saying how many
     were left out, so a truncated list never reads as the whole story.
     """
-    collected = capped_rows(rows, cap, key)
+    collected = capped_rows(rows, cap, key, top_k=top_k)
     out = [to_finding(r) for r in collected]
     totals: dict[str, tuple[int, Severity]] = {}
     for r, f in zip(collected, out, strict=True):

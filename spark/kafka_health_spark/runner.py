@@ -27,7 +27,9 @@ def run_checks(
     cap = thresholds.max_findings_per_check
 
     def run(check: Check) -> list[Finding]:
-        return collect_findings(check(frames, thresholds), cap, key=(frames.cluster, check.__name__))
+        return collect_findings(
+            check(frames, thresholds), cap, key=(frames.cluster, check.__name__), top_k=frames.small_cluster
+        )
 
     with ThreadPoolExecutor(max_workers=CONCURRENT_CHECKS, thread_name_prefix="check") as pool:
         results = list(pool.map(run, selected))

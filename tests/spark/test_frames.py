@@ -114,7 +114,7 @@ def test_the_small_side_of_a_partition_join_broadcasts_only_for_a_large_cluster(
 
     snap = snapshot(partitions=balanced_topic("t", 2), broker_list=brokers(0, 1, 2))
     small = frames.build_frames(spark, snap, None, Thresholds())
-    large = replace(small, partition_count=frames.BROADCAST_ABOVE_PARTITIONS + 1)
+    large = replace(small, partition_count=frames.SMALL_CLUSTER_PARTITIONS + 1)
 
     def plan(f: frames.Frames) -> str:
         return str(replication._build_with_state(f)._jdf.queryExecution().executedPlan().toString())

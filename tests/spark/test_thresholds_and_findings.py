@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from kafka_health.models.findings import Severity, SubjectKind
 from kafka_health_spark import findings as findings_module
 from kafka_health_spark.checks import replication
-from kafka_health_spark.findings import collect_findings, worst_first
+from kafka_health_spark.findings import capped_rows, collect_findings, worst_first
 from kafka_health_spark.thresholds import ThresholdError, Thresholds, parse_overrides
 from tests.spark.builders import brokers, check_findings, part, snapshot
 
@@ -100,3 +100,11 @@ def test_a_check_that_overflowed_goes_straight_to_the_window_and_back(spark: Spa
     assert [f.evidence for f in found if f.subject.kind is SubjectKind.CLUSTER] == [{"total": 3, "listed": 2}]
     found = collect_findings(_rows(spark, [("a", 1)]), 2, key)
     assert [f.subject.partition for f in found] == [0] and findings_module._OVERFLOWED[key] is False
+
+
+@pytest.mark.spark
+def test_without_top_k_every_plan_is_capped_through_the_window(spark: SparkSession) -> None:
+    rows = capped_rows(_rows(spark, [("a", 1)]), 2, top_k=False)
+    assert [(r["partition"], r["check_total"]) for r in rows] == [(0, 1)], "ranked and counted by the window"
+    rows = capped_rows(_rows(spark, [("a", 1)]), 2)
+    assert [r["partition"] for r in rows] == [0] and "check_total" not in rows[0], "a top k"
