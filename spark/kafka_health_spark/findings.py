@@ -153,7 +153,7 @@ def capped_rows(
     than one check, as the quorum's voters and observers); its rows carry `check_total`. A check
     that came to more than `cap` last time (`key`: its cluster and name) goes to `capped` at once,
     so many findings do not run the plan twice every cycle. Without `top_k` (a cluster above
-    `frames.SMALL_CLUSTER_PARTITIONS`, where the top k was not shown to pay) every plan goes to
+    `frames.SMALL_CLUSTER_PARTITIONS`, where the top k is not yet shown to pay) every plan goes to
     `capped`.
     """
     if not top_k or (key is not None and _OVERFLOWED.get(key)):

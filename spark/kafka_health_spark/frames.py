@@ -71,9 +71,9 @@ ROWS_PER_PARTITION = 100_000
 
 # Up to this many partitions a cluster is small: a join's small side is not broadcast
 # (`Frames.small_side`) and a check's rows are capped as a top k (`findings.capped_rows`).
-# Measured at 10k (a warm cycle 15-20 % less CPU with both) and 100k (the cycle 12 % slower with
-# the top k, and again with it switched off: not yet explained, docs/diagnostics.md "late
-# night"); a larger cluster keeps the window and the broadcasts the engine always had.
+# Measured at 10k (a warm cycle 15-20 % less CPU with both); at 100k the runs that had the top k
+# on were confounded by their order (docs/diagnostics.md, "late night"), so a larger cluster
+# keeps the window and the broadcasts the engine always had until a run in both orders says.
 SMALL_CLUSTER_PARTITIONS = 20_000
 
 
