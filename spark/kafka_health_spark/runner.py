@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from kafka_health.models.findings import Finding
+from kafka_health_spark import jobs
 from kafka_health_spark.checks import Check, all_checks
 from kafka_health_spark.findings import collect_findings, sort_findings
 from kafka_health_spark.frames import Frames
@@ -22,7 +23,9 @@ CONCURRENT_CHECKS = 4
 def run_checks(
     frames: Frames, thresholds: Thresholds, checks: Sequence[Check] | None = None
 ) -> list[Finding]:
-    """Every check's findings (each capped at `max_findings_per_check`), worst first."""
+    """Every check's findings (each capped at `max_findings_per_check`), worst first.
+
+    The check threads' jobs carry the caller's job tag (`jobs.tagged`), if it has one."""
     selected = list(checks) if checks is not None else all_checks()
     cap = thresholds.max_findings_per_check
 
@@ -32,5 +35,5 @@ def run_checks(
         )
 
     with ThreadPoolExecutor(max_workers=CONCURRENT_CHECKS, thread_name_prefix="check") as pool:
-        results = list(pool.map(run, selected))
+        results = list(pool.map(jobs.carry(frames.brokers.sparkSession, run), selected))
     return sort_findings(f for found in results for f in found)

@@ -54,10 +54,17 @@ and on a saved 100k-partition snapshot (same findings; docs/diagnostics.md "Perf
 A short-lived JVM also maps the class archive when one was built for its JDK and Spark
 (`class_archive`): half of a cold start is loading classes. A long-lived one does not: the
 mapped archive costs its RSS more than the seconds it saves once.
+
+Every JVM this process starts exits on its first `OutOfMemoryError` (exit code 3): a task that
+ran out of heap otherwise left its job waiting for ever with no task running, and the thread
+that collected it blocked for good. An exited JVM fails the calls under way at once;
+`driver_exit` tells it apart, and `discard_exited_session` lets the next `get_session` start a
+new one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from importlib import resources
 from pathlib import Path
@@ -73,6 +80,9 @@ DEFAULT_MASTER = "local[*]"
 DEFAULT_SHUFFLE_PARTITIONS = 2
 # Static: applies when this process starts the JVM (a Spark cluster's driver is this process too).
 CODEGEN_CACHE_ENTRIES = "4096"
+# Every JVM this process starts: an out-of-heap JVM exits (code 3) rather than hang its jobs.
+EXIT_ON_OUT_OF_MEMORY = "-XX:+ExitOnOutOfMemoryError"
+OUT_OF_MEMORY_EXIT_CODE = 3
 # A driver JVM that lives for many cycles (see the module docstring).
 LONG_LIVED_JAVA_OPTIONS = (
     "-XX:GCTimeRatio=4 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
@@ -151,7 +161,7 @@ def get_session(
     if target.startswith("local"):
         # Bind the embedded driver to loopback: no firewall prompts, no "resolves to a loopback" warning.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    java_options = f"-Dlog4j2.configurationFile={_log4j_config().as_uri()}"
+    java_options = f"-Dlog4j2.configurationFile={_log4j_config().as_uri()} {EXIT_ON_OUT_OF_MEMORY}"
     starts_jvm = SparkContext._active_spark_context is None  # else the running one is reused
     if short_lived and starts_jvm and target.startswith("local"):
         java_options += f" {class_archive.java_options(record_classes_to)} {SHORT_LIVED_JAVA_OPTIONS}"
@@ -218,6 +228,31 @@ def _remember_jvm_lookups(sc: SparkContext) -> None:
 
 def _is_connect(session: SparkSession) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+def driver_exit(session: SparkSession) -> int | None:
+    """The exit code of `session`'s driver JVM once it has exited (negative: the signal that
+    ended it), else None: still running, or not a JVM this process started (Spark Connect)."""
+    if _is_connect(session):
+        return None
+    process = getattr(SparkContext._gateway, "proc", None)
+    return None if process is None else process.poll()
+
+
+def discard_exited_session() -> None:
+    """Forget a session whose driver JVM has exited, so the next `get_session` starts a new JVM.
+
+    PySpark keeps the gateway, the context and the session in class attributes, and reuses them
+    while they are set; none of them can be stopped once their JVM is gone."""
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        with contextlib.suppress(Exception):  # nothing to shut down on a dead peer
+            gateway.shutdown()  # closes the Python side's sockets; the JVM side is gone
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
 
 
 def stop_session(*, wait_for_jvm: bool = False) -> int | None:

@@ -42,6 +42,14 @@ def operator(
             "100k partitions with an hour of history (docs/diagnostics.md). Ignored with --spark-remote."
         ),
     ] = "1g",
+    diagnosis_timeout: Annotated[
+        str,
+        typer.Option(
+            envvar="KAFKA_HEALTH_DIAGNOSIS_TIMEOUT",
+            help="How long one cycle's diagnosis (its Spark work) may run, as a duration (90s, 10m): "
+            "past it, its Spark jobs are cancelled and the policy reports DiagnosisTimedOut.",
+        ),
+    ] = "10m",
     peering: Annotated[
         str, typer.Option(help="Kopf peering name: replicas sharing it never both act.")
     ] = "kafka-health",
@@ -82,6 +90,7 @@ def operator(
     """Run the operator: diagnose every KafkaHealthPolicy each interval and report in its status."""
     from kafka_health.controller.app import default_work_dir, run
     from kafka_health.controller.runtime import OperatorSettings
+    from kafka_health.models.policy import parse_duration
 
     if not namespace and not all_namespaces:
         raise typer.BadParameter(
@@ -89,6 +98,12 @@ def operator(
         )
     if not re.fullmatch(r"[1-9][0-9]*[kmgt]", spark_driver_memory.lower()):
         raise typer.BadParameter("a JVM memory size such as 1g or 1536m", param_hint="--spark-driver-memory")
+    try:
+        timeout = parse_duration(diagnosis_timeout).total_seconds()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--diagnosis-timeout") from None
+    if timeout < 1:
+        raise typer.BadParameter("at least 1s", param_hint="--diagnosis-timeout")
     settings = OperatorSettings(
         history_dir=history_dir or state_root() / "history",
         work_dir=Path(os.environ.get("KAFKA_HEALTH_WORK_DIR", str(default_work_dir()))),
@@ -100,6 +115,7 @@ def operator(
         or os.environ.get("POD_NAMESPACE")
         or (namespace[0] if namespace else "default"),
         lock_ttl_seconds=lock_ttl,
+        diagnosis_timeout_s=timeout,
     )
     run(
         namespaces=list(namespace or []),

@@ -49,7 +49,11 @@ def run(
     async def main() -> None:
         from kafka_health.controller.health import serve
 
-        runner = await serve(health_port, runtime.ready) if health_port else None
+        runner = (
+            await serve(health_port, runtime.ready, unresponsive=lambda: runtime.unresponsive)
+            if health_port
+            else None
+        )
         ready = asyncio.Event()
 
         async def mark_ready() -> None:

@@ -11,11 +11,13 @@ import hashlib
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from kafka_health._kits.deadline import DeadlineExceeded, run_with_deadline
 from kafka_health.collect import security_errors
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
@@ -24,7 +26,7 @@ from kafka_health.collect.snapshot import collect_snapshot, zookeeper_mode
 from kafka_health.controller.cluster_lease import LeaseLost, read_lock
 from kafka_health.controller.credentials import CredentialsError, connection_for
 from kafka_health.controller.roll_driver import Stopped
-from kafka_health.controller.runtime import Runtime
+from kafka_health.controller.runtime import Runtime, exit_reason
 from kafka_health.diagnose.from_policy import for_policy, thresholds_for
 from kafka_health.diagnose.run import run_diagnosis
 from kafka_health.history.store import HistoryStore
@@ -38,6 +40,7 @@ from kafka_health.models.policy import (
     LastDiagnosis,
     PolicyError,
     epoch_millis_at_or_after,
+    format_duration,
     parse_duration,
     parse_spec,
     parse_status,
@@ -47,8 +50,12 @@ from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan import Decision, Verdict, cluster_key
 from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods, find_node_pods
 from kafka_health.report.status import CycleOutcome, Problem, status_after_cycle, status_patch
+from kafka_health_spark import jobs
+from kafka_health_spark.session import OUT_OF_MEMORY_EXIT_CODE
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from kafka_health.controller.roll_driver import RollDriver
     from kafka_health_spark.windows import HistoryWindows
 
@@ -61,6 +68,8 @@ _SECURITY_PROBLEMS = {
     security_errors.Kind.TLS: ProblemReason.KAFKA_TLS_HANDSHAKE_FAILED,
     security_errors.Kind.PROTOCOL: ProblemReason.KAFKA_SECURITY_PROTOCOL_MISMATCH,
 }
+CANCEL_GRACE_S = 60.0
+"""How long a cancelled diagnosis may take to stop before the driver is taken to be wedged."""
 FRESH_FOR = timedelta(seconds=5)
 """A cycle's snapshot younger than this counts as live for planning; older, planning reads again."""
 
@@ -141,9 +150,29 @@ class PolicyWorker:
                 return CycleOutcome(
                     problem=Problem(ProblemReason.CYCLE_FAILED, "the operator stopped during the cycle")
                 )
+            exit_code = self.runtime.spark_driver_exit()
+            if exit_code is not None:
+                return self._driver_lost(exit_code)
             log.exception("cycle of %s/%s failed", self.namespace, self.name)
             message = redact(f"{exc.__class__.__name__}: {exc}", self.secrets)[:1000]
             return CycleOutcome(problem=Problem(ProblemReason.CYCLE_FAILED, message))
+
+    def _driver_lost(self, exit_code: int) -> CycleOutcome:
+        """The embedded Spark driver JVM exited under the cycle (any policy's work may have used
+        up its heap); the next cycle starts a new one (`Runtime.spark`)."""
+        self.windows = None  # their frames lived in that JVM
+        how = (
+            "ran out of heap (exit code 3): raise --spark-driver-memory (chart: spark.driverMemory)"
+            if exit_code == OUT_OF_MEMORY_EXIT_CODE
+            else f"ended ({exit_reason(exit_code)}): if the kernel killed it, raise the pod's memory limit"
+        )
+        log.error("cycle of %s/%s lost its Spark driver: %s", self.namespace, self.name, how)
+        return CycleOutcome(
+            problem=Problem(
+                ProblemReason.SPARK_DRIVER_LOST,
+                f"The embedded Spark driver JVM {how}. The next cycle starts a new one.",
+            )
+        )
 
     def _run(self, spec: KafkaHealthPolicySpec) -> CycleOutcome:
         rt = self.runtime
@@ -202,22 +231,70 @@ class PolicyWorker:
         store = HistoryStore(rt.settings.history_dir)
         written = store.append(snapshot)
         spark = rt.spark()
-        if self.windows is None:
-            from kafka_health_spark.windows import HistoryWindows
+        windows = self._windows_for(spark)
+        tag = f"kafka-health-{uuid.uuid4().hex}"
 
-            self.windows = HistoryWindows(spark, str(rt.settings.history_dir), self.cluster_name)
-        self.windows.record(written.tables, snapshot.taken_at)
-        if self._maintain(store, spec, snapshot.taken_at):
-            self.windows.invalidate()  # retention and compaction rewrote the files: read them again
-        diagnosis = run_diagnosis(
-            snapshot,
-            rt.settings.history_dir,
-            thresholds_for(spec.diagnostics.checks),
-            spark,
-            windows=self.windows,
-        )
+        def diagnose() -> Diagnosis:
+            with jobs.tagged(spark, tag):  # what the deadline cancels
+                windows.record(written.tables, snapshot.taken_at)
+                if self._maintain(store, spec, snapshot.taken_at):
+                    windows.invalidate()  # retention and compaction rewrote the files: read them again
+                return run_diagnosis(
+                    snapshot,
+                    rt.settings.history_dir,
+                    thresholds_for(spec.diagnostics.checks),
+                    spark,
+                    windows=windows,
+                )
+
+        timeout = rt.settings.diagnosis_timeout_s
+        try:
+            diagnosis = run_with_deadline(
+                diagnose,
+                deadline_s=timeout,
+                cancel=lambda: jobs.cancel(spark, tag),
+                grace_s=CANCEL_GRACE_S,
+                name=f"diagnose-{self.namespace}/{self.name}",
+            )
+        except DeadlineExceeded as exc:
+            return self._timed_out(exc, windows)
         diagnosis = for_policy(diagnosis, spec, snapshot)  # its checks, its roll's words, its incidents
         return CycleOutcome(diagnosis=diagnosis, remediation_blockers=tuple(blockers))
+
+    def _windows_for(self, spark: SparkSession) -> HistoryWindows:
+        """The policy's kept windows, new when there are none or the session is a new one (the
+        last driver JVM exited, and its frames with it)."""
+        if self.windows is None or self.windows.spark is not spark:
+            from kafka_health_spark.windows import HistoryWindows
+
+            self.windows = HistoryWindows(spark, str(self.runtime.settings.history_dir), self.cluster_name)
+        return self.windows
+
+    def _timed_out(self, exc: DeadlineExceeded, windows: HistoryWindows) -> CycleOutcome:
+        """A diagnosis past its deadline: its windows may be half-recorded, so they go (read from
+        the history store again next cycle); a driver that did not stop fails the liveness probe."""
+        self.windows = None
+        if exc.stuck:
+            self.runtime.mark_unresponsive(
+                f"the diagnosis of {self.namespace}/{self.name} did not stop within {CANCEL_GRACE_S:g}s of its cancel"
+            )
+        else:
+            windows.invalidate()
+        log.warning("diagnosis of %s/%s %s", self.namespace, self.name, exc)
+        return CycleOutcome(
+            problem=Problem(
+                ProblemReason.DIAGNOSIS_TIMED_OUT,
+                f"The diagnosis ran past the operator's --diagnosis-timeout of "
+                f"{format_duration(timedelta(seconds=exc.deadline_s))}, and its Spark jobs were cancelled"
+                + (
+                    f"; they had not stopped {CANCEL_GRACE_S:g}s later, so the operator reports itself "
+                    "unhealthy (/healthz) to be restarted."
+                    if exc.stuck
+                    else "."
+                )
+                + " A cluster this size may need a longer --diagnosis-timeout or a larger --spark-driver-memory.",
+            )
+        )
 
     def _maintain(self, store: HistoryStore, spec: KafkaHealthPolicySpec, now: datetime) -> bool:
         """Hourly: drop history past its retention and compact the day's small files (True: it ran)."""

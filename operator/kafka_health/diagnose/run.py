@@ -17,6 +17,7 @@ from kafka_health.diagnose.incidents import group_incidents
 from kafka_health.diagnose.missing import missing_findings
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health_spark import jobs
 from kafka_health_spark.findings import sort_findings
 from kafka_health_spark.frames import build_frames
 from kafka_health_spark.runner import run_checks
@@ -56,7 +57,7 @@ def run_diagnosis(
         # The summary's few jobs run beside the checks' (Spark schedules concurrent jobs).
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as pool:
-                pending = pool.submit(summarize, frames) if with_summary else None
+                pending = pool.submit(jobs.carry(spark, summarize), frames) if with_summary else None
                 findings += run_checks(frames, t)
                 summary = pending.result() if pending is not None else None
         finally:

@@ -39,6 +39,10 @@ class ProblemReason(StrEnum):
     SECRET_UNREADABLE = "SecretUnreadable"  # noqa: S105 (a reason, not a secret)
     INVALID_SPEC = "InvalidSpec"
     CYCLE_FAILED = "CycleFailed"
+    DIAGNOSIS_TIMED_OUT = "DiagnosisTimedOut"
+    """The diagnosis ran past the operator's --diagnosis-timeout; its Spark jobs were cancelled."""
+    SPARK_DRIVER_LOST = "SparkDriverLost"
+    """The embedded Spark driver JVM exited during the cycle (out of heap: exit code 3)."""
 
 
 class DegradedReason(StrEnum):

@@ -62,6 +62,12 @@ CLIENT_PROCESS_RESTARTS = Counter(
     ["reason"],
     registry=REGISTRY,
 )
+SPARK_DRIVER_RESTARTS = Counter(
+    "kafka_health_spark_driver_restarts",
+    "New embedded Spark driver JVMs started after one exited, by how it ended (exit_3: out of heap, SIGKILL, exit_N).",
+    ["reason"],
+    registry=REGISTRY,
+)
 
 
 def serve(port: int, addr: str = "0.0.0.0") -> None:  # noqa: S104 - the metrics port is meant to be scraped
@@ -77,6 +83,7 @@ LABELS: dict[str, tuple[str, ...]] = {
     "kafka_health_degraded": ("namespace", "policy"),
     "kafka_health_remediations": ("namespace", "policy", "action", "result"),
     "kafka_health_client_process_restarts": ("reason",),
+    "kafka_health_spark_driver_restarts": ("reason",),
 }
 """Each family's label names, in the order the metric was declared with."""
 
