@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from kafka_health_spark.session import (
     ALLOCATION_CONF,
+    EXIT_ON_OUT_OF_MEMORY,
     LONG_LIVED_JAVA_OPTIONS,
     SHORT_LIVED_CONF,
     SHORT_LIVED_JAVA_OPTIONS,
@@ -39,6 +40,7 @@ def test_a_short_lived_jvm_starts_tuned_for_one_run() -> None:
     modes, java, total = done.stdout.strip().splitlines()[-3:]
     assert modes.split() == [SHORT_LIVED_CONF["spark.sql.codegen.factoryMode"], "false"]
     assert java.endswith(SHORT_LIVED_JAVA_OPTIONS), java
+    assert EXIT_ON_OUT_OF_MEMORY in java.split()
     assert total == "20"  # the interpreter computes what generated code would
 
 
@@ -60,6 +62,7 @@ def test_a_long_lived_jvm_grows_its_heap_only_as_needed(spark: SparkSession) -> 
     assert jvm is not None
     running = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert set(LONG_LIVED_JAVA_OPTIONS.split()) <= set(running), running
+    assert EXIT_ON_OUT_OF_MEMORY in running  # an out-of-heap JVM exits: tests/spark/test_driver_exit.py
     assert "-XX:+UseSerialGC" not in running  # the one-shot's collector: thrashes a 1g heap at 100k
 
 

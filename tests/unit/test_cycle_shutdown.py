@@ -47,3 +47,43 @@ def test_failure_while_running_logs_the_traceback(
         outcome = worker.run(SPEC)
     assert outcome.problem is not None and "CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND" in outcome.problem.message
     assert [r for r in caplog.records if r.levelno == logging.ERROR and r.exc_info]
+
+
+class _Windows:
+    invalidated = 0
+
+    def invalidate(self) -> None:
+        self.invalidated += 1
+
+
+def test_a_cycle_failing_after_the_driver_exited_reports_the_driver_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker = _worker(tmp_path, monkeypatch)
+    worker.windows = _Windows()  # type: ignore[assignment]
+    monkeypatch.setattr(worker.runtime, "spark_driver_exit", lambda: 3)
+    outcome = worker.run(SPEC)
+    assert outcome.problem is not None and outcome.problem.reason == "SparkDriverLost"
+    assert "ran out of heap" in outcome.problem.message and "--spark-driver-memory" in outcome.problem.message
+    assert worker.windows is None  # its frames lived in the dead JVM
+    monkeypatch.setattr(worker.runtime, "spark_driver_exit", lambda: -9)
+    assert "SIGKILL" in (worker.run(SPEC).problem or pytest.fail("no problem")).message
+
+
+@pytest.mark.parametrize("stuck", [False, True])
+def test_a_diagnosis_past_its_deadline_drops_its_windows_and_a_stuck_one_fails_liveness(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stuck: bool
+) -> None:
+    from kafka_health._kits.deadline import DeadlineExceeded
+
+    worker = _worker(tmp_path, monkeypatch)
+    windows = _Windows()
+    worker.windows = windows  # type: ignore[assignment]
+    outcome = worker._timed_out(DeadlineExceeded(90, stuck=stuck), windows)  # type: ignore[arg-type]
+    assert outcome.problem is not None and outcome.problem.reason == "DiagnosisTimedOut"
+    assert "--diagnosis-timeout of 1m30s" in outcome.problem.message
+    assert worker.windows is None
+    # A cancelled diagnosis has stopped: its kept frames are freed. A stuck one still uses them.
+    assert windows.invalidated == (0 if stuck else 1)
+    assert (worker.runtime.unresponsive is not None) is stuck
+    assert ("/healthz" in outcome.problem.message) is stuck
