@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -230,13 +231,21 @@ def _is_connect(session: SparkSession) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 
-def driver_exit(session: SparkSession) -> int | None:
+def driver_exit(session: SparkSession, *, wait_s: float = 0.0) -> int | None:
     """The exit code of `session`'s driver JVM once it has exited (negative: the signal that
-    ended it), else None: still running, or not a JVM this process started (Spark Connect)."""
+    ended it), else None: still running, or not a JVM this process started (Spark Connect).
+
+    `wait_s`: how long to wait for a JVM that may be exiting (a call failed on a lost
+    connection: the JVM closes its sockets before it is gone)."""
     if _is_connect(session):
         return None
     process = getattr(SparkContext._gateway, "proc", None)
-    return None if process is None else process.poll()
+    if process is None:
+        return None
+    if wait_s > 0:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=wait_s)
+    return process.poll()
 
 
 def discard_exited_session() -> None:

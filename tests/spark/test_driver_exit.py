@@ -31,7 +31,7 @@ try:  # ~20M arrays of 200 ints collected into a 512m heap
 except Exception as exc:
     out["oom"] = type(exc).__name__
 out["failed_after_s"] = round(time.monotonic() - started, 1)
-out["exit"] = rt.spark_driver_exit()
+out["exit"] = rt.spark_driver_exit(wait_s=30)
 worker = PolicyWorker(rt, "ns", "p")
 lost = worker._driver_lost(out["exit"])
 out["reason"], out["message"] = lost.problem.reason.value, lost.problem.message

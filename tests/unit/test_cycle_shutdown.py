@@ -61,12 +61,12 @@ def test_a_cycle_failing_after_the_driver_exited_reports_the_driver_lost(
 ) -> None:
     worker = _worker(tmp_path, monkeypatch)
     worker.windows = _Windows()  # type: ignore[assignment]
-    monkeypatch.setattr(worker.runtime, "spark_driver_exit", lambda: 3)
+    monkeypatch.setattr(worker.runtime, "spark_driver_exit", lambda **_: 3)
     outcome = worker.run(SPEC)
     assert outcome.problem is not None and outcome.problem.reason == "SparkDriverLost"
     assert "ran out of heap" in outcome.problem.message and "--spark-driver-memory" in outcome.problem.message
     assert worker.windows is None  # its frames lived in the dead JVM
-    monkeypatch.setattr(worker.runtime, "spark_driver_exit", lambda: -9)
+    monkeypatch.setattr(worker.runtime, "spark_driver_exit", lambda **_: -9)
     assert "SIGKILL" in (worker.run(SPEC).problem or pytest.fail("no problem")).message
 
 
@@ -87,3 +87,27 @@ def test_a_diagnosis_past_its_deadline_drops_its_windows_and_a_stuck_one_fails_l
     assert windows.invalidated == (0 if stuck else 1)
     assert (worker.runtime.unresponsive is not None) is stuck
     assert ("/healthz" in outcome.problem.message) is stuck
+
+
+def test_only_a_lost_connection_waits_for_the_driver_to_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker = _worker(tmp_path, monkeypatch)
+    waits: list[float] = []
+
+    def exit_code(*, wait_s: float = 0.0) -> None:
+        waits.append(wait_s)
+
+    monkeypatch.setattr(worker.runtime, "spark_driver_exit", exit_code)
+    worker.run(SPEC)  # a RuntimeError: no wait, still CycleFailed
+
+    def lost(spec: KafkaHealthPolicySpec) -> Any:
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except ConnectionRefusedError as exc:
+            raise RuntimeError("an error occurred while calling o69.collectToPython") from exc
+
+    monkeypatch.setattr(worker, "_run", lost)
+    outcome = worker.run(SPEC)
+    assert waits == [0.0, 10.0]
+    assert outcome.problem is not None and outcome.problem.reason == "CycleFailed"  # it did not exit

@@ -70,6 +70,8 @@ _SECURITY_PROBLEMS = {
 }
 CANCEL_GRACE_S = 60.0
 """How long a cancelled diagnosis may take to stop before the driver is taken to be wedged."""
+DRIVER_EXIT_WAIT_S = 10.0
+"""How long a cycle that lost its connection to the Spark driver waits to see the JVM exit."""
 FRESH_FOR = timedelta(seconds=5)
 """A cycle's snapshot younger than this counts as live for planning; older, planning reads again."""
 
@@ -150,7 +152,10 @@ class PolicyWorker:
                 return CycleOutcome(
                     problem=Problem(ProblemReason.CYCLE_FAILED, "the operator stopped during the cycle")
                 )
-            exit_code = self.runtime.spark_driver_exit()
+            # A lost connection to the driver may be its JVM exiting: give it time to be gone.
+            exit_code = self.runtime.spark_driver_exit(
+                wait_s=DRIVER_EXIT_WAIT_S if _lost_connection(exc) else 0.0
+            )
             if exit_code is not None:
                 return self._driver_lost(exit_code)
             log.exception("cycle of %s/%s failed", self.namespace, self.name)
@@ -567,3 +572,15 @@ def _interval(raw_spec: dict[str, Any]) -> timedelta | None:
         return parse_duration(parse_spec(raw_spec).diagnostics.interval)
     except PolicyError:
         return None
+
+
+def _lost_connection(exc: BaseException) -> bool:
+    """A connection error anywhere in the chain (Py4J wraps the socket's own)."""
+    from py4j.protocol import Py4JNetworkError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionError | Py4JNetworkError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

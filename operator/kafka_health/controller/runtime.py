@@ -88,13 +88,14 @@ class Runtime:
                 )
             return self._spark
 
-    def spark_driver_exit(self) -> int | None:
-        """The exit code of the embedded driver JVM once it has exited (negative: its signal)."""
+    def spark_driver_exit(self, *, wait_s: float = 0.0) -> int | None:
+        """The exit code of the embedded driver JVM once it has exited (negative: its signal);
+        `wait_s` waits that long for one that may be exiting."""
         if self._spark is None:
             return None
         from kafka_health_spark.session import driver_exit
 
-        return driver_exit(self._spark)
+        return driver_exit(self._spark, wait_s=wait_s)
 
     def mark_unresponsive(self, why: str) -> None:
         """The driver did not end work it was told to cancel: only a restart frees it."""
