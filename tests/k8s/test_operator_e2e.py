@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -465,6 +466,41 @@ def test_two_replicas_never_both_act(
         high.stop()
         if low is not None:
             low.stop()
+
+
+def test_a_diagnosis_past_the_timeout_is_cancelled_and_reported(
+    k8s_control_plane: ControlPlane, crds: None, bootstrap: str, tmp_path: Path
+) -> None:
+    """--diagnosis-timeout 1s: a first cycle's Spark work (cold code generation, windows read from
+    the history) takes longer, so it is cancelled and the policy reports DiagnosisTimedOut; the
+    process stays live (the cancelled jobs stopped) and keeps cycling."""
+    cp = k8s_control_plane
+    ns = f"deadline-{uuid.uuid4().hex[:6]}"
+    kubectl(cp, "create", "namespace", ns)
+    apply(cp, policy(ns, "slow", bootstrap))
+    op = OperatorProcess(cp, tmp_path / "op", [ns], "--standalone", "--diagnosis-timeout", "1s").start()
+    try:
+        status = wait_status(
+            cp,
+            ns,
+            "slow",
+            lambda s: condition(s, "Degraded").get("reason") == "DiagnosisTimedOut",
+            timeout=180,
+            what="DiagnosisTimedOut",
+        )
+        degraded = condition(status, "Degraded")
+        assert degraded["status"] == "True"
+        assert "--diagnosis-timeout of 1s" in degraded["message"], degraded
+        assert condition(status, "Ready")["status"] == "False"
+        assert any(e["reason"] == "DiagnosisTimedOut" for e in events_of(cp, ns, "slow"))
+        cycles = op.cycles(ns, "slow")
+        wait_for(lambda: op.cycles(ns, "slow") > cycles, timeout=6 * INTERVAL_S, what="the next cycle")
+        with urllib.request.urlopen(f"http://127.0.0.1:{op.health_port}/healthz", timeout=5) as reply:
+            assert reply.status == 200  # cancelled in time: nothing wedged
+        assert "Traceback" not in op.log_path.read_text()
+    finally:
+        op.stop()
+        kubectl(cp, "delete", "namespace", ns, "--wait=false")
 
 
 # ------------------------------------------------------------------------------------------------
