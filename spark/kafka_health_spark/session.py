@@ -248,6 +248,19 @@ def driver_exit(session: SparkSession, *, wait_s: float = 0.0) -> int | None:
     return process.poll()
 
 
+def lost_connection(exc: BaseException) -> bool:
+    """A connection error anywhere in `exc`'s chain (Py4J wraps the socket's own): the driver JVM
+    may be exiting."""
+    from py4j.protocol import Py4JNetworkError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionError | Py4JNetworkError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def discard_exited_session() -> None:
     """Forget a session whose driver JVM has exited, so the next `get_session` starts a new JVM.
 

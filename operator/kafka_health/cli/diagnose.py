@@ -222,6 +222,18 @@ def diagnose(
         with quiet.progress("diagnosing" + (f" (reading {history})" if history else "")):
             diagnosis = run_diagnosis(snapshot, history, thresholds, spark)
     except Exception as exc:  # Spark reports JVM and connection errors as many types
+        from kafka_health_spark.session import OUT_OF_MEMORY_EXIT_CODE, driver_exit, lost_connection
+
+        started = spark_session.done() and spark_session.exception() is None
+        if (
+            started
+            and lost_connection(exc)
+            and driver_exit(spark_session.result(), wait_s=10) == OUT_OF_MEMORY_EXIT_CODE
+        ):
+            raise _fail(
+                "the diagnosis failed: the Spark driver ran out of heap (its JVM exited with code 3); "
+                "raise --spark-driver-memory"
+            ) from exc
         raise _fail(f"the diagnosis failed: {type(exc).__name__}: {exc}{see_log}") from exc
 
     text = render(diagnosis, output, members)

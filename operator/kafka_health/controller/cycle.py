@@ -51,7 +51,7 @@ from kafka_health.plan import Decision, Verdict, cluster_key
 from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods, find_node_pods
 from kafka_health.report.status import CycleOutcome, Problem, status_after_cycle, status_patch
 from kafka_health_spark import jobs
-from kafka_health_spark.session import OUT_OF_MEMORY_EXIT_CODE
+from kafka_health_spark.session import OUT_OF_MEMORY_EXIT_CODE, lost_connection
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -154,7 +154,7 @@ class PolicyWorker:
                 )
             # A lost connection to the driver may be its JVM exiting: give it time to be gone.
             exit_code = self.runtime.spark_driver_exit(
-                wait_s=DRIVER_EXIT_WAIT_S if _lost_connection(exc) else 0.0
+                wait_s=DRIVER_EXIT_WAIT_S if lost_connection(exc) else 0.0
             )
             if exit_code is not None:
                 return self._driver_lost(exit_code)
@@ -572,15 +572,3 @@ def _interval(raw_spec: dict[str, Any]) -> timedelta | None:
         return parse_duration(parse_spec(raw_spec).diagnostics.interval)
     except PolicyError:
         return None
-
-
-def _lost_connection(exc: BaseException) -> bool:
-    """A connection error anywhere in the chain (Py4J wraps the socket's own)."""
-    from py4j.protocol import Py4JNetworkError
-
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ConnectionError | Py4JNetworkError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
