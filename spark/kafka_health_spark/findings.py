@@ -11,11 +11,11 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_health.models.findings import Finding, Severity, Subject, SubjectKind
+from kafka_health_spark.session import jvm_generation
 
 COLUMNS = [
     "check",
@@ -84,19 +84,19 @@ def severity_rank(col: Column) -> Column:
 
 def capped(rows: DataFrame, cap: int) -> DataFrame:
     """Keep the `cap` worst rows per check (then by subject), each row carrying its check's total."""
-    total, rank, kept = _cap_columns(cap, type(rows).__module__, id(SparkContext._gateway))
+    total, rank, kept = _cap_columns(cap, type(rows).__module__, jvm_generation())
     return rows.withColumn("check_total", total).withColumn("rank", rank).where(kept)
 
 
 def worst_first(rows: DataFrame, limit: int) -> DataFrame:
     """The `limit` worst rows, in the capping order: Spark keeps a top `limit` per task and merges
     them on the driver, with no shuffle and no sort of the rest."""
-    return rows.orderBy(*_worst_first_order(type(rows).__module__, id(SparkContext._gateway))).limit(limit)
+    return rows.orderBy(*_worst_first_order(type(rows).__module__, jvm_generation())).limit(limit)
 
 
 @functools.cache
-def _worst_first_order(_frame_kind: str, _gateway: int) -> tuple[Column, ...]:
-    """The capping order (worst severity, then subject), built once per process (and kind of
+def _worst_first_order(_frame_kind: str, _jvm: int) -> tuple[Column, ...]:
+    """The capping order (worst severity, then subject), built once per driver JVM (and kind of
     session), as `_cap_columns` is."""
     return (
         severity_rank(F.col("severity")).desc(),
@@ -108,12 +108,12 @@ def _worst_first_order(_frame_kind: str, _gateway: int) -> tuple[Column, ...]:
 
 
 @functools.cache
-def _cap_columns(cap: int, _frame_kind: str, _gateway: int) -> tuple[Column, Column, Column]:
-    """The capping columns, built once per process (and kind of session): they name columns
+def _cap_columns(cap: int, _frame_kind: str, _jvm: int) -> tuple[Column, Column, Column]:
+    """The capping columns, built once per driver JVM (and kind of session): they name columns
     only, so every check's rows can reuse them, and building them took ~70 Py4J round trips
     per check and cycle."""
     per_check = Window.partitionBy("check")
-    order = Window.partitionBy("check").orderBy(*_worst_first_order(_frame_kind, _gateway))
+    order = Window.partitionBy("check").orderBy(*_worst_first_order(_frame_kind, _jvm))
     return F.count(F.lit(1)).over(per_check), F.row_number().over(order), F.col("rank") <= cap
 
 

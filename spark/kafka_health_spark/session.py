@@ -108,6 +108,16 @@ JVM_EXIT_TIMEOUT_S = 120
 SHORT_LIVED_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
+_jvm_generation = 0
+
+
+def jvm_generation() -> int:
+    """Which driver JVM of this process is current: 0 for the first, one more after each
+    `discard_exited_session`. What is kept per JVM (prepared columns) is keyed on it: the
+    gateway object's `id()` could be reused by the next gateway."""
+    return _jvm_generation
+
+
 class SessionConflictError(RuntimeError):
     """A session of another kind (embedded vs. Spark Connect) already exists in this process."""
 
@@ -266,6 +276,8 @@ def discard_exited_session() -> None:
 
     PySpark keeps the gateway, the context and the session in class attributes, and reuses them
     while they are set; none of them can be stopped once their JVM is gone."""
+    global _jvm_generation
+    _jvm_generation += 1
     gateway = SparkContext._gateway
     if gateway is not None:
         with contextlib.suppress(Exception):  # nothing to shut down on a dead peer
