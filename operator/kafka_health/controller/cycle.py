@@ -252,11 +252,10 @@ class PolicyWorker:
                     windows=windows,
                 )
 
-        timeout = rt.settings.diagnosis_timeout_s
         try:
             diagnosis = run_with_deadline(
                 diagnose,
-                deadline_s=timeout,
+                deadline_s=rt.settings.diagnosis_timeout_s,
                 cancel=lambda: jobs.cancel(spark, tag),
                 grace_s=CANCEL_GRACE_S,
                 name=f"diagnose-{self.namespace}/{self.name}",

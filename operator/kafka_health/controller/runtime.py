@@ -69,10 +69,11 @@ class Runtime:
         """The process's SparkSession (blocking; call from a worker thread). A new one when the
         embedded driver JVM of the last one has exited."""
         with self._spark_lock:
-            if self._spark is not None and self.spark_driver_exit() is not None:
+            exited = self.spark_driver_exit()
+            if exited is not None:
                 from kafka_health_spark.session import discard_exited_session
 
-                reason = exit_reason(self.spark_driver_exit())
+                reason = exit_reason(exited)
                 log.error("the Spark driver JVM exited (%s); starting a new one", reason)
                 metrics.SPARK_DRIVER_RESTARTS.labels(reason).inc()
                 discard_exited_session()
