@@ -15,6 +15,8 @@ from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
+from kafka_health_spark.session import is_connect
+
 T = TypeVar("T")
 
 _current = threading.local()
@@ -61,7 +63,7 @@ def carry(spark: SparkSession, fn: Callable[..., T]) -> Callable[..., T]:
 def cancel(spark: SparkSession, tag: str) -> None:
     """Cancel every running job carrying `tag`, whichever thread started it: the action waiting
     on it raises."""
-    if _is_connect(spark):
+    if is_connect(spark):
         spark.interruptTag(tag)
     else:
         spark.sparkContext.cancelJobsWithTag(tag)
@@ -71,18 +73,14 @@ def cancel(spark: SparkSession, tag: str) -> None:
 # tags the calling thread added itself. Spark Connect has no SparkContext; its session tags are
 # interrupted by the server, whichever client thread added them.
 def _add(spark: SparkSession, tag: str) -> None:
-    if _is_connect(spark):
+    if is_connect(spark):
         spark.addTag(tag)
     else:
         spark.sparkContext.addJobTag(tag)
 
 
 def _remove(spark: SparkSession, tag: str) -> None:
-    if _is_connect(spark):
+    if is_connect(spark):
         spark.removeTag(tag)
     else:
         spark.sparkContext.removeJobTag(tag)
-
-
-def _is_connect(spark: SparkSession) -> bool:
-    return type(spark).__module__.startswith("pyspark.sql.connect")

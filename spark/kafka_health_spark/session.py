@@ -161,7 +161,7 @@ def get_session(
     }
     if remote:
         existing = SparkSession.getActiveSession()
-        if existing is not None and not _is_connect(existing):
+        if existing is not None and not is_connect(existing):
             raise SessionConflictError("an embedded SparkSession already runs in this process")
         session = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
         for key, value in runtime.items():
@@ -198,7 +198,7 @@ def get_session(
     for key, value in runtime.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    if _is_connect(session):
+    if is_connect(session):
         raise SessionConflictError("a Spark Connect session already runs in this process")
     session.sparkContext.setLogLevel("ERROR")
     _remember_jvm_lookups(session.sparkContext)
@@ -237,7 +237,8 @@ def _remember_jvm_lookups(sc: SparkContext) -> None:
         jvm.__class__ = _RememberingJVMView
 
 
-def _is_connect(session: SparkSession) -> bool:
+def is_connect(session: SparkSession) -> bool:
+    """A Spark Connect session (no SparkContext, no JVM in this process)."""
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 
@@ -247,7 +248,7 @@ def driver_exit(session: SparkSession, *, wait_s: float = 0.0) -> int | None:
 
     `wait_s`: how long to wait for a JVM that may be exiting (a call failed on a lost
     connection: the JVM closes its sockets before it is gone)."""
-    if _is_connect(session):
+    if is_connect(session):
         return None
     process = getattr(SparkContext._gateway, "proc", None)
     if process is None:
