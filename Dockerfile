@@ -13,8 +13,14 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY pyproject.toml README.md ./
 COPY operator/ operator/
 COPY spark/ spark/
+# A JDK here only: the driver's own classes (the slot source that lets a policy's plans be reused,
+# kafka_health_spark/plan_jar.py) are compiled against the installed Spark's jars.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jdk-headless=17.* \
+ && rm -rf /var/lib/apt/lists/*
 RUN python -m venv /opt/kafka-health \
  && /opt/kafka-health/bin/pip install --no-compile . \
+ && KAFKA_HEALTH_SPARK_JAR=/opt/kafka-health/kafka-health-spark.jar /opt/kafka-health/bin/python -m kafka_health_spark.plan_jar \
  && find /opt/kafka-health -path '*/site-packages/kafka_health/testbed' -type d -prune -exec rm -rf {} + \
  && find /opt/kafka-health -name '__pycache__' -type d -prune -exec rm -rf {} +
 
@@ -36,7 +42,8 @@ ENV PATH=/opt/kafka-health/bin:$PATH \
     SPARK_LOCAL_DIRS=/tmp/spark \
     HOME=/tmp \
     KAFKA_HEALTH_HISTORY_DIR=/var/lib/kafka-health/history \
-    KAFKA_HEALTH_SPARK_CLASS_ARCHIVE=/opt/kafka-health/spark-classes.jsa
+    KAFKA_HEALTH_SPARK_CLASS_ARCHIVE=/opt/kafka-health/spark-classes.jsa \
+    KAFKA_HEALTH_SPARK_JAR=/opt/kafka-health/kafka-health-spark.jar
 # The Spark driver's class archive, built for this image's JDK and jars: `kafka-health diagnose`
 # run from the image maps it instead of loading Spark's classes; the operator's long-lived JVM
 # does not (it would raise its RSS; kafka_health_spark/class_archive.py).

@@ -20,10 +20,11 @@ Operator mode does what a policy's worker does, cycle after cycle: a new snapsho
 (the synthetic cluster drifts: a broker dies, another keeps leaving ISRs, leaders flap, lag
 grows), appended to the history store (after --history-minutes of history written the same
 way), then diagnosed with the summary, the driver at the operator's default memory (1g). Side by
-side in one run: `spark` (this engine: windows kept in memory, settings of `session.py`),
-`spark-before` (the engine before issue 10: windows read from Parquet every cycle, Spark's
-default code-generation cache, AQE on, 4 shuffle partitions) and `duckdb` (the reference,
-reading Parquet). Per engine: the first cycle, the median warm diagnosis and cycle (append +
+side in one run (by default): `spark` (this engine as the operator runs it: windows kept in
+memory, the policy's plans built once and reused, `kafka_health_spark.reuse`), `spark-rebuilt`
+(the same, its plans built every cycle) and `duckdb` (the reference, reading Parquet);
+`--engines spark-before` adds the engine before issue 10 (windows read from Parquet every
+cycle, Spark's default code-generation cache, AQE on, 4 shuffle partitions). Per engine: the first cycle, the median warm diagnosis and cycle (append +
 diagnosis), CPU seconds per warm cycle (the process and its JVM), and peak RSS.
 """
 
@@ -228,12 +229,18 @@ def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[st
             master="local[2]", driver_memory=args.driver_memory_operator, conf=BEFORE_CONF if before else None
         )
         windows = None if before else HistoryWindows(spark, str(root), synthetic.CLUSTER)
+        # `spark` reuses the policy's plans as the operator does; `spark-rebuilt` builds them every cycle.
+        from kafka_health_spark import reuse
+
+        plans = reuse.ReusedPlans(spark) if engine == "spark" and reuse.available(spark) else None
+        if engine == "spark" and plans is None:
+            raise SystemExit("spark: this session cannot reuse plans (no plan jar?); see hack/setup.sh")
         work: SparkWork | None = SparkWork(spark)
 
         def diagnose(snap: Any, written: Any) -> dict[str, int]:
             if windows is not None:
                 windows.record(written.tables, snap.taken_at)
-            d = run_diagnosis(snap, root, thresholds, spark, with_summary=True, windows=windows)
+            d = run_diagnosis(snap, root, thresholds, spark, with_summary=True, windows=windows, plans=plans)
             assert d.summary is not None and d.summary.partitions == size
             return spark_counts(d.findings)
 
@@ -451,7 +458,7 @@ def main() -> None:
         return
     if args.mode == "operator":
         if args.engines == "spark,duckdb":
-            args.engines = "spark,spark-before,duckdb"
+            args.engines = "spark,spark-rebuilt,duckdb"
         run_operator_mode(args, sizes)
         return
 

@@ -47,6 +47,10 @@ if [ "$linked" != "$here" ]; then
   "$VENV/bin/pip" install -q --no-deps --no-build-isolation -e . >/dev/null
 fi
 ln -sfn "$VENV" .venv
+# The driver's own classes (kafka_health_spark/plan_jar.py): the slot source a policy's reused
+# plans read. Compiled once (~5 s) with javac; without them plans are built every cycle.
+"$VENV/bin/python" -m kafka_health_spark.plan_jar >/dev/null \
+  || echo "setup: no Spark plan jar (the operator builds its plans every cycle; see the line above)" >&2
 # The driver JVM's class archive for this JDK and Spark (kafka_health_spark/class_archive.py):
 # built once (~1 min), it halves a cold Spark start. Without it everything works, only slower.
 "$VENV/bin/python" -m kafka_health.diagnose.class_archive \

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -142,10 +142,36 @@ _OVERFLOWED: dict[tuple[str, str], bool] = {}
 _OVERFLOWED_MAX = 4096
 
 
+Collected = list[dict[str, Any]]
+
+
+def _collect(rows: DataFrame) -> Collected:
+    return [r.asDict() for r in rows.collect()]
+
+
 def capped_rows(
     rows: DataFrame, cap: int, key: tuple[str, str] | None = None, *, top_k: bool = True
-) -> list[dict[str, Any]]:
-    """Run a check's plan and bring back its worst `cap` rows per check.
+) -> Collected:
+    """Run a check's plan and bring back its worst `cap` rows per check (see `choose_capped`)."""
+    return choose_capped(
+        lambda: _collect(worst_first(rows, cap + 1)),
+        lambda: _collect(capped(rows, cap)),
+        cap,
+        key,
+        top_k=top_k,
+    )
+
+
+def choose_capped(
+    top: Callable[[], Collected],
+    exact: Callable[[], Collected],
+    cap: int,
+    key: tuple[str, str] | None = None,
+    *,
+    top_k: bool = True,
+) -> Collected:
+    """A check's worst `cap` rows per check, from `top` (its plan run as a top `cap + 1`) or
+    `exact` (its plan run through `capped`).
 
     Most checks find fewer rows than `cap`, so their plan runs once as a top `cap + 1` (one stage
     fewer than a window over the check's rows: no shuffle, no sort). When more come back the plan
@@ -157,13 +183,13 @@ def capped_rows(
     `capped`.
     """
     if not top_k or (key is not None and _OVERFLOWED.get(key)):
-        collected = [r.asDict() for r in capped(rows, cap).collect()]
+        collected = exact()
         overflowed = any(int(r["check_total"]) > cap for r in collected)
     else:
-        collected = [r.asDict() for r in worst_first(rows, cap + 1).collect()]
+        collected = top()
         overflowed = len(collected) > cap
         if overflowed:
-            collected = [r.asDict() for r in capped(rows, cap).collect()]
+            collected = exact()
     if key is not None:
         if len(_OVERFLOWED) >= _OVERFLOWED_MAX and key not in _OVERFLOWED:
             _OVERFLOWED.clear()
@@ -179,7 +205,12 @@ def collect_findings(
     A check with more rows than `cap` gets one extra cluster-level finding saying how many
     were left out, so a truncated list never reads as the whole story.
     """
-    collected = capped_rows(rows, cap, key, top_k=top_k)
+    return findings_from(capped_rows(rows, cap, key, top_k=top_k), cap)
+
+
+def findings_from(collected: Collected, cap: int) -> list[Finding]:
+    """A check's capped rows as findings, worst first, plus one cluster-level finding per check
+    that had more rows than `cap` (see `collect_findings`)."""
     out = [to_finding(r) for r in collected]
     totals: dict[str, tuple[int, Severity]] = {}
     for r, f in zip(collected, out, strict=True):

@@ -177,6 +177,12 @@ class Frames:
     topic_count: int
     partition_count: int
     group_count: int
+    # Set on the frames a policy's reused plans are built over (`kafka_health_spark.reuse`):
+    # `now` read when a plan runs instead of inlined, and materialized frames kept in slots.
+    now_param: Column | None = field(default=None, repr=False, compare=False)
+    materialize_with: Callable[[str, DataFrame], DataFrame] | None = field(
+        default=None, repr=False, compare=False
+    )
     _shared: dict[str, DataFrame] = field(default_factory=dict, repr=False, compare=False)
     _materialized: list[DataFrame] = field(default_factory=list, repr=False, compare=False)
     _building: dict[str, threading.Lock] = field(default_factory=dict, repr=False, compare=False)
@@ -184,6 +190,8 @@ class Frames:
 
     @property
     def now_col(self) -> Column:
+        if self.now_param is not None:
+            return self.now_param
         return F.lit(self.now).cast("timestamp")
 
     @property
@@ -212,11 +220,14 @@ class Frames:
         with building:
             if name not in self._shared:
                 frame = build(self)
-                if materialize:
+                kept = materialize and self.materialize_with is None
+                if materialize and self.materialize_with is not None:
+                    frame = self.materialize_with(name, frame)
+                elif kept:
                     frame = frame.localCheckpoint(eager=True)
                 with self._lock:
                     self._shared[name] = frame
-                    if materialize:
+                    if kept:
                         self._materialized.append(frame)
             return self._shared[name]
 

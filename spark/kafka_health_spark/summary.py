@@ -6,8 +6,10 @@ group only for the groups with the most lag.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from kafka_health.models.findings import BrokerSummary, DiagnosisSummary, SeriesPoint
@@ -26,6 +28,11 @@ def _ts(micros: int) -> datetime:
 
 def summarize(frames: Frames) -> DiagnosisSummary:
     """Collect the summary in one query (the totals come from the snapshot itself)."""
+    return summary_from(frames, summary_rows(frames).collect())
+
+
+def summary_rows(frames: Frames) -> DataFrame:
+    """The summary's one query: its three parts as one union of rows tagged with their part."""
     p = frames.partitions
     hosted = replicas_per_broker(frames).withColumnRenamed("replicas", "partitions")
     led = (
@@ -78,12 +85,15 @@ def summarize(frames: Frames) -> DiagnosisSummary:
         F.col("used_bytes").cast("double").alias("value"),
     )
     # One collect (one Spark job) for the three parts: each part's columns, null in the others'.
-    rows = (
+    return (
         brokers.select(F.lit(BROKERS).alias("part"), "*")
         .unionByName(lag_series, allowMissingColumns=True)
         .unionByName(disk_series, allowMissingColumns=True)
-        .collect()
     )
+
+
+def summary_from(frames: Frames, rows: Sequence[Row]) -> DiagnosisSummary:
+    """The summary from the rows of `summary_rows` (and the snapshot's totals in `frames`)."""
     broker_rows = sorted((r for r in rows if r["part"] == BROKERS), key=lambda r: r["broker"])
     lag_rows = [r for r in rows if r["part"] == LAG]
     disk_rows = [r for r in rows if r["part"] == DISK]

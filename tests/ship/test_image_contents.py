@@ -100,3 +100,15 @@ def test_the_image_builds_its_spark_class_archive_where_the_runtime_finds_it() -
     assert path and path.group(1).startswith("/opt/kafka-health/"), runtime
     build = runtime.index("RUN python -m kafka_health.diagnose.class_archive")
     assert runtime.index("KAFKA_HEALTH_SPARK_CLASS_ARCHIVE=") < build < runtime.index("USER 10001")
+
+
+def test_the_image_builds_its_plan_jar_where_the_runtime_finds_it() -> None:
+    """The runtime has a JRE only: the plan jar is compiled in the build stage, inside the venv
+    it copies, at the path the runtime's environment names."""
+    text = (ROOT / "Dockerfile").read_text()
+    build, runtime = text.split("\nFROM ")[-2], text.split("\nFROM ")[-1]
+    built = re.search(r"KAFKA_HEALTH_SPARK_JAR=(\S+) \S+ -m kafka_health_spark\.plan_jar", build)
+    used = re.search(r"KAFKA_HEALTH_SPARK_JAR=(\S+)", runtime)
+    assert built and used and built.group(1) == used.group(1), (built, used)
+    assert built.group(1).startswith("/opt/kafka-health/"), "copied with the venv"
+    assert "openjdk-17-jdk-headless" in build and "openjdk-17-jdk" not in runtime

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from kafka_health.controller.roll_driver import RollDriver
+    from kafka_health_spark.reuse import ReusedPlans
     from kafka_health_spark.windows import HistoryWindows
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,8 @@ class PolicyWorker:
     roll: RollDriver | None = None
     windows: HistoryWindows | None = None
     """The history windows kept in Spark between cycles (read from Parquet once)."""
+    plans: ReusedPlans | None = None
+    """The policy's check plans, built once and run each cycle (`kafka_health_spark.reuse`)."""
     status_lock: threading.RLock = field(default_factory=threading.RLock)
     status_version: str | None = None
     """resourceVersion of the status the cycle read (its writes are compare-and-swap on it)."""
@@ -121,6 +124,9 @@ class PolicyWorker:
         self.stop_roll()
         if self.windows is not None:
             self.windows.invalidate()
+        if self.plans is not None:
+            self.plans.close()
+            self.plans = None
         if self.admin is not None:
             self.admin.close()
             self.admin = None
@@ -166,6 +172,7 @@ class PolicyWorker:
         """The embedded Spark driver JVM exited under the cycle (any policy's work may have used
         up its heap); the next cycle starts a new one (`Runtime.spark`)."""
         self.windows = None  # their frames lived in that JVM
+        self.plans = None  # so did their slots and plans
         how = (
             "ran out of heap (exit code 3): raise --spark-driver-memory (chart: spark.driverMemory)"
             if exit_code == OUT_OF_MEMORY_EXIT_CODE
@@ -237,6 +244,7 @@ class PolicyWorker:
         written = store.append(snapshot)
         spark = rt.spark()
         windows = self._windows_for(spark)
+        plans = self._plans_for(spark)
         tag = f"kafka-health-{uuid.uuid4().hex}"
 
         def diagnose() -> Diagnosis:
@@ -250,6 +258,7 @@ class PolicyWorker:
                     thresholds_for(spec.diagnostics.checks),
                     spark,
                     windows=windows,
+                    plans=plans,
                 )
 
         try:
@@ -274,16 +283,28 @@ class PolicyWorker:
             self.windows = HistoryWindows(spark, str(self.runtime.settings.history_dir), self.cluster_name)
         return self.windows
 
+    def _plans_for(self, spark: SparkSession) -> ReusedPlans | None:
+        """The policy's reused plans, new when there are none or the session is a new one; None
+        where the session cannot reuse plans (Spark Connect, a cluster master, no plan jar)."""
+        from kafka_health_spark import reuse
+
+        if self.plans is None or self.plans.spark is not spark:
+            self.plans = reuse.ReusedPlans(spark) if reuse.available(spark) else None
+        return self.plans
+
     def _timed_out(self, exc: DeadlineExceeded, windows: HistoryWindows) -> CycleOutcome:
         """A diagnosis past its deadline: its windows may be half-recorded, so they go (read from
         the history store again next cycle); a driver that did not stop fails the liveness probe."""
         self.windows = None
+        plans, self.plans = self.plans, None  # a cancelled cycle may have half-filled its slots
         if exc.stuck:
             self.runtime.mark_unresponsive(
                 f"the diagnosis of {self.namespace}/{self.name} did not stop within {CANCEL_GRACE_S:g}s of its cancel"
             )
         else:
             windows.invalidate()
+            if plans is not None:
+                plans.close()
         log.warning("diagnosis of %s/%s %s", self.namespace, self.name, exc)
         return CycleOutcome(
             problem=Problem(

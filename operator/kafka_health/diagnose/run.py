@@ -25,6 +25,7 @@ from kafka_health_spark.summary import summarize
 from kafka_health_spark.thresholds import Thresholds
 
 if TYPE_CHECKING:
+    from kafka_health_spark.reuse import ReusedPlans
     from kafka_health_spark.windows import HistoryWindows
 
 
@@ -36,13 +37,15 @@ def run_diagnosis(
     *,
     with_summary: bool = True,
     windows: HistoryWindows | None = None,
+    plans: ReusedPlans | None = None,
 ) -> Diagnosis:
     """Every check over `snapshot` (and the history under `history_root`, if any), plus a finding
     for each part the snapshot could not read, grouped into incidents by root cause
     (`kafka_health.diagnose.incidents`). Without metadata nothing is diagnosed.
 
     `windows` (the operator's, per policy) serves the history windows from memory; they are
-    read from `history_root` only when they hold nothing yet."""
+    read from `history_root` only when they hold nothing yet. `plans` (the operator's, per
+    policy, where `reuse.available`) runs the checks and the summary through plans built once."""
     started = time.monotonic()
     t = thresholds or Thresholds()
     findings = missing_findings(snapshot.missing, brokers_all_alive=all(b.alive for b in snapshot.brokers))
@@ -54,14 +57,18 @@ def run_diagnosis(
             windows.prepare(t, snapshot.taken_at)
             past, transitions = windows.past, windows.transitions
         frames = build_frames(spark, snapshot, root, t, past=past, transitions=transitions)
-        # The summary's few jobs run beside the checks' (Spark schedules concurrent jobs).
-        try:
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as pool:
-                pending = pool.submit(jobs.carry(spark, summarize), frames) if with_summary else None
-                findings += run_checks(frames, t)
-                summary = pending.result() if pending is not None else None
-        finally:
-            frames.release()
+        if plans is not None:
+            reused, summary = plans.diagnose(frames, t, with_summary=with_summary)
+            findings += reused
+        else:
+            # The summary's few jobs run beside the checks' (Spark schedules concurrent jobs).
+            try:
+                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as pool:
+                    pending = pool.submit(jobs.carry(spark, summarize), frames) if with_summary else None
+                    findings += run_checks(frames, t)
+                    summary = pending.result() if pending is not None else None
+            finally:
+                frames.release()
     findings = sort_findings(findings)
     return Diagnosis(
         cluster=snapshot.cluster,

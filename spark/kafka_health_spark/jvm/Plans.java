@@ -1,0 +1,62 @@
+package io.kafkahealth.spark;
+
+import java.util.Arrays;
+
+import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.expressions.UserDefinedFunction;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataTypes;
+
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+
+/** Planned plans run again: each run a fresh copy of the template, its result a local frame. */
+public final class Plans {
+  /** SQL function {@code kafka_health_param(name)}: a {@link Slots} parameter, read per row when
+   * the plan runs. A UDF is never foldable, so the optimizer does not evaluate it into the plan;
+   * it stays deterministic (one value per run), so it may appear inside aggregates. */
+  public static final String PARAM_FUNCTION = "kafka_health_param";
+
+  private Plans() {}
+
+  /** Register {@link #PARAM_FUNCTION} in {@code session} (idempotent). */
+  public static void register(SparkSession session) {
+    UserDefinedFunction param =
+        functions.udf((UDF1<String, Long>) Slots::param, DataTypes.LongType);
+    session.udf().register(PARAM_FUNCTION, param);
+  }
+
+  /** The physical plan of {@code frame}, planned now (optimized, planned, code not generated). */
+  public static SparkPlan plan(Dataset<?> frame) {
+    return frame.queryExecution().executedPlan();
+  }
+
+  /** A fresh copy of {@code template}, made with {@code session} active in this thread: each
+   * node of a plan keeps the session active when it was made, and runs its jobs with it. */
+  public static SparkPlan copy(SparkSession session, SparkPlan template) {
+    SparkSession.setActiveSession(session);
+    return template.clone();
+  }
+
+  /**
+   * Run a copy of {@code template} and return its rows as a local frame (collecting that runs no
+   * job). A copy, because a planned plan keeps its shuffles' outputs: run again as is, it would
+   * return the rows of its first run.
+   */
+  public static Dataset<org.apache.spark.sql.Row> run(SparkSession session, SparkPlan template) {
+    SparkPlan plan = copy(session, template);
+    InternalRow[] rows = plan.executeCollect();
+    LocalRelation relation =
+        new LocalRelation(
+            template.output(),
+            CollectionConverters.asScala(Arrays.asList(rows)).toSeq(),
+            false,
+            Option.empty());
+    return Dataset.ofRows(session, relation);
+  }
+}

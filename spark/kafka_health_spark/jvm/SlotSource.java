@@ -1,0 +1,168 @@
+package io.kafkahealth.spark;
+
+import java.util.EnumSet;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * A data source over a {@link Slots} slot: {@code spark.read.format(SlotSource.class.getName())
+ * .schema(schema).option("slot", name).load()}. Its partitions are counted, and its rows read,
+ * when the plan runs: a plan planned once reads the slot's rows of the current cycle.
+ */
+public final class SlotSource implements TableProvider {
+  public static final String SLOT = "slot";
+  public static final String ROWS_PER_PARTITION = "rowsPerPartition";
+
+  @Override
+  public StructType inferSchema(CaseInsensitiveStringMap options) {
+    throw new IllegalArgumentException("a slot is read with the schema it was filled with: .schema(...)");
+  }
+
+  @Override
+  public boolean supportsExternalMetadata() {
+    return true;
+  }
+
+  @Override
+  public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
+    String slot = properties.get(SLOT);
+    if (slot == null) {
+      throw new IllegalArgumentException("option 'slot' is required");
+    }
+    String per = properties.getOrDefault(ROWS_PER_PARTITION, "100000");
+    return new SlotTable(slot, schema, Integer.parseInt(per));
+  }
+
+  static final class SlotTable implements SupportsRead {
+    private final String slot;
+    private final StructType schema;
+    private final int rowsPerPartition;
+
+    SlotTable(String slot, StructType schema, int rowsPerPartition) {
+      this.slot = slot;
+      this.schema = schema;
+      this.rowsPerPartition = rowsPerPartition;
+    }
+
+    @Override
+    public String name() {
+      return "slot " + slot;
+    }
+
+    @Override
+    @SuppressWarnings("deprecation")
+    public StructType schema() {
+      return schema;
+    }
+
+    @Override
+    public Set<TableCapability> capabilities() {
+      return EnumSet.of(TableCapability.BATCH_READ);
+    }
+
+    @Override
+    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+      return () -> new SlotScan(slot, schema, rowsPerPartition);
+    }
+  }
+
+  static final class SlotScan implements Scan, Batch {
+    private final String slot;
+    private final StructType schema;
+    private final int rowsPerPartition;
+
+    SlotScan(String slot, StructType schema, int rowsPerPartition) {
+      this.slot = slot;
+      this.schema = schema;
+      this.rowsPerPartition = rowsPerPartition;
+    }
+
+    @Override
+    public StructType readSchema() {
+      return schema;
+    }
+
+    @Override
+    public String description() {
+      return "slot " + slot;
+    }
+
+    @Override
+    public Batch toBatch() {
+      return this;
+    }
+
+    /** Called each time a copy of a planned plan runs: the slot's rows of now. */
+    @Override
+    public InputPartition[] planInputPartitions() {
+      int rows = Slots.rows(slot).length;
+      int n = Math.max(1, (rows + rowsPerPartition - 1) / rowsPerPartition);
+      InputPartition[] parts = new InputPartition[n];
+      for (int i = 0; i < n; i++) {
+        parts[i] = new SlotPartition(slot, i, n);
+      }
+      return parts;
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+      return new SlotReaderFactory();
+    }
+  }
+
+  record SlotPartition(String slot, int index, int count) implements InputPartition {}
+
+  static final class SlotReaderFactory implements PartitionReaderFactory {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public PartitionReader<InternalRow> createReader(InputPartition partition) {
+      SlotPartition p = (SlotPartition) partition;
+      InternalRow[] rows = Slots.rows(p.slot());
+      long from = (long) rows.length * p.index() / p.count();
+      long to = (long) rows.length * (p.index() + 1) / p.count();
+      return new SlotReader(rows, (int) from, (int) to);
+    }
+  }
+
+  static final class SlotReader implements PartitionReader<InternalRow> {
+    private final InternalRow[] rows;
+    private int next;
+    private final int end;
+
+    SlotReader(InternalRow[] rows, int from, int to) {
+      this.rows = rows;
+      this.next = from - 1;
+      this.end = to;
+    }
+
+    @Override
+    public boolean next() {
+      next++;
+      return next < end;
+    }
+
+    @Override
+    public InternalRow get() {
+      return rows[next];
+    }
+
+    @Override
+    public void close() {}
+  }
+}

@@ -1,0 +1,268 @@
+"""A policy's plans, built and planned once, then run again every cycle over the cycle's rows.
+
+A warm operator cycle spent about two thirds of its time building the same plans through Py4J,
+analysing, optimizing and planning them, for data that changed but plans that did not
+(`bench/plan_reuse_bench.py`). Here each input of the checks (the snapshot's parts and the
+history windows) is a *slot*: rows kept in the driver JVM under a name, read by a small data
+source (`jvm/SlotSource.java`) when a plan runs, not when it is built; `now` is a parameter read
+the same way (`kafka_health_param`). So a policy's check plans and its summary plan are built over
+the slots once, planned to physical plans once, and each cycle only fills the slots with the
+cycle's rows and runs a copy of each planned plan (`jvm/Plans.java`; a copy, because a planned plan
+keeps its shuffles' outputs). Frames that several checks read (`Frames.shared(...,
+materialize=True)`) become slots too, refilled from their own planned plan before the checks run.
+
+The plans are built again when what shaped them changes: the thresholds, the cluster's size class
+(`Frames.small_cluster`), or the checks selected. Slots live in the driver JVM, so this needs an
+embedded session with a local master (tasks in the driver's JVM) and the plan jar on its classpath
+(`plan_jar`); `available()` says whether the session has both, and `run_diagnosis` otherwise builds
+the plans every cycle, as before. The findings are the same either way:
+`tests/spark/test_reuse.py` compares both paths cycle after cycle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from kafka_health.models.findings import DiagnosisSummary, Finding
+from kafka_health_spark import jobs
+from kafka_health_spark.checks import Check, all_checks
+from kafka_health_spark.findings import (
+    Collected,
+    capped,
+    choose_capped,
+    findings_from,
+    sort_findings,
+    worst_first,
+)
+from kafka_health_spark.frames import ROWS_PER_PARTITION, Frames
+from kafka_health_spark.runner import CONCURRENT_CHECKS
+from kafka_health_spark.session import is_connect
+from kafka_health_spark.summary import summary_from, summary_rows
+from kafka_health_spark.thresholds import Thresholds
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+SLOT_SOURCE = "io.kafkahealth.spark.SlotSource"
+PARAM_FUNCTION = "kafka_health_param"
+# The frames every check reads, each a slot filled every cycle.
+INPUTS = (
+    "brokers",
+    "partitions",
+    "topic_configs",
+    "offsets",
+    "groups",
+    "group_offsets",
+    "log_dirs",
+    "quorum",
+    "quorum_voters",
+    "partition_transitions",
+    "broker_samples",
+    "group_samples",
+    "group_offset_samples",
+    "group_activity",
+)
+
+
+def available(spark: SparkSession) -> bool:
+    """Whether plans can be reused in `spark`: embedded, a local master, the plan jar loaded."""
+    if is_connect(spark):
+        return False
+    try:
+        if not str(spark.sparkContext.master).startswith("local"):
+            return False
+        probe = spark._jvm.io.kafkahealth.spark.Slots  # type: ignore[union-attr]
+        return type(probe).__name__ == "JavaClass"
+    except Exception:
+        return False
+
+
+@dataclass
+class _CheckPlans:
+    """One check's frame over the slots, and its two planned plans (built when first run)."""
+
+    check: Check
+    frame: DataFrame | None = None
+    top: Any = None  # the physical plan of its worst `cap + 1` rows
+    exact: Any = None  # the physical plan of its rows through `capped`
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a policy's plans are built for: a change rebuilds them."""
+
+    cluster: str
+    thresholds: Thresholds
+    small_cluster: bool
+    checks: tuple[str, ...]
+
+
+class ReusedPlans:
+    """One policy's planned plans and slots, owned by the worker that diagnoses it (one cycle at
+    a time). `close()` frees the slots' rows in the JVM."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.prefix = f"kafka-health/{uuid.uuid4().hex}/"
+        self._jvm = spark._jvm.io.kafkahealth.spark  # type: ignore[union-attr]
+        self._shape: _Shape | None = None
+        self._frames: Frames | None = None
+        self._checks: list[_CheckPlans] = []
+        self._summary: Any = None
+        self._materialized: list[tuple[str, Any]] = []  # (slot, planned plan), in build order
+        self._lock = threading.Lock()
+        self._summary_lock = threading.Lock()
+        self.builds = 0  # how often the plans were built (the tests and the bench count them)
+
+    # ------------------------------------------------------------------ the cycle
+    def diagnose(
+        self,
+        fresh: Frames,
+        thresholds: Thresholds,
+        *,
+        with_summary: bool = True,
+        checks: Sequence[Check] | None = None,
+    ) -> tuple[list[Finding], DiagnosisSummary | None]:
+        """The findings (each check capped, worst first) and summary of the cycle whose frames are
+        `fresh` (built by `build_frames` as for a diagnosis without reuse)."""
+        selected = list(checks) if checks is not None else all_checks()
+        shape = _Shape(fresh.cluster, thresholds, fresh.small_cluster, tuple(c.__name__ for c in selected))
+        rebuilt = shape != self._shape
+        if rebuilt:
+            self._build(shape, fresh, selected)
+        self._fill_inputs(fresh)
+        if not rebuilt:  # (a new build fills them as the checks build them)
+            for slot, plan in list(self._materialized):
+                self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
+        cap = thresholds.max_findings_per_check
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as side:
+            pending = side.submit(jobs.carry(self.spark, self._run_summary), fresh) if with_summary else None
+            with ThreadPoolExecutor(max_workers=CONCURRENT_CHECKS, thread_name_prefix="check") as pool:
+                run = jobs.carry(self.spark, lambda plans: self._run_check(plans, cap, fresh))
+                found = list(pool.map(run, self._checks))
+            summary = pending.result() if pending is not None else None
+        return sort_findings(f for fs in found for f in fs), summary
+
+    def close(self) -> None:
+        """Free the slots' rows and forget the plans."""
+        self._shape = None
+        self._checks = []
+        self._materialized = []
+        self._summary = None
+        self._frames = None
+        with contextlib.suppress(Exception):  # the JVM is gone: so are the slots
+            self._jvm.Slots.drop(self.prefix)
+
+    # ------------------------------------------------------------------ internals
+    def _slot(self, name: str) -> str:
+        return self.prefix + name
+
+    def _fill_inputs(self, fresh: Frames) -> None:
+        """Fill every input slot with the cycle's rows (the snapshot's parts cost no Spark job;
+        each history window is one), and set `now`."""
+
+        def fill(name: str) -> None:
+            self._jvm.Slots.fill(self._slot(name), getattr(fresh, name)._jdf)
+
+        with ThreadPoolExecutor(max_workers=CONCURRENT_CHECKS, thread_name_prefix="slot") as pool:
+            list(pool.map(jobs.carry(self.spark, fill), INPUTS))
+        micros = (fresh.now - EPOCH) // timedelta(microseconds=1)
+        self._jvm.Slots.setParam(self._slot("now"), micros)
+
+    def _read(self, name: str, frame: DataFrame) -> DataFrame:
+        return (
+            self.spark.read.format(SLOT_SOURCE)
+            .schema(frame.schema)
+            .option("slot", self._slot(name))
+            .option("rowsPerPartition", str(ROWS_PER_PARTITION))
+            .load()
+        )
+
+    def _build(self, shape: _Shape, fresh: Frames, selected: list[Check]) -> None:
+        """Build the frames over the slots and the checks' frames; their plans are planned when
+        first run (in the check threads)."""
+        self.close()
+        self._jvm.Plans.register(self.spark._jsparkSession)
+        now = F.timestamp_micros(F.call_function(PARAM_FUNCTION, F.lit(self._slot("now"))))
+        slot = {name: self._read(name, getattr(fresh, name)) for name in INPUTS}
+        self._frames = Frames(
+            cluster=fresh.cluster,
+            now=fresh.now,
+            brokers=slot["brokers"],
+            partitions=slot["partitions"],
+            topic_configs=slot["topic_configs"],
+            offsets=slot["offsets"],
+            groups=slot["groups"],
+            group_offsets=slot["group_offsets"],
+            log_dirs=slot["log_dirs"],
+            quorum=slot["quorum"],
+            quorum_voters=slot["quorum_voters"],
+            partition_transitions=slot["partition_transitions"],
+            broker_samples=slot["broker_samples"],
+            group_samples=slot["group_samples"],
+            group_offset_samples=slot["group_offset_samples"],
+            group_activity=slot["group_activity"],
+            topic_count=fresh.topic_count,
+            partition_count=fresh.partition_count,
+            group_count=fresh.group_count,
+            now_param=now,
+            materialize_with=self._materialize,
+        )
+        self._checks = [_CheckPlans(check) for check in selected]
+        self._shape = shape
+        self.builds += 1
+
+    def _materialize(self, name: str, frame: DataFrame) -> DataFrame:
+        """A shared frame as a slot: filled now from its planned plan, and again every cycle. An
+        input slot read as is (`flapping.transitions`) is already rows kept: it stays as it is."""
+        if self._frames is not None and any(frame is getattr(self._frames, name) for name in INPUTS):
+            return frame
+        plan = self._jvm.Plans.plan(frame._jdf)
+        slot = self._slot(f"shared/{name}")
+        self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
+        with self._lock:
+            self._materialized.append((slot, plan))
+        return self._read(f"shared/{name}", frame)
+
+    def _collect(self, plan: Any) -> Collected:
+        jdf = self._jvm.Plans.run(self.spark._jsparkSession, plan)
+        return [r.asDict() for r in DataFrame(jdf, self.spark).collect()]
+
+    def _run_check(self, plans: _CheckPlans, cap: int, fresh: Frames) -> list[Finding]:
+        frames = self._frames
+        assert frames is not None
+
+        def planned(which: str, build: Callable[[DataFrame], DataFrame]) -> Any:
+            with plans.lock:
+                if plans.frame is None:
+                    plans.frame = plans.check(frames, self._shape.thresholds)  # type: ignore[union-attr]
+                if getattr(plans, which) is None:
+                    setattr(plans, which, self._jvm.Plans.plan(build(plans.frame)._jdf))
+                return getattr(plans, which)
+
+        collected = choose_capped(
+            lambda: self._collect(planned("top", lambda df: worst_first(df, cap + 1))),
+            lambda: self._collect(planned("exact", lambda df: capped(df, cap))),
+            cap,
+            key=(fresh.cluster, plans.check.__name__),
+            top_k=fresh.small_cluster,
+        )
+        return findings_from(collected, cap)
+
+    def _run_summary(self, fresh: Frames) -> DiagnosisSummary:
+        with self._summary_lock:  # (building it may materialize a shared frame: `_lock`)
+            if self._summary is None:
+                assert self._frames is not None
+                self._summary = self._jvm.Plans.plan(summary_rows(self._frames)._jdf)
+            plan = self._summary
+        jdf = self._jvm.Plans.run(self.spark._jsparkSession, plan)
+        return summary_from(fresh, DataFrame(jdf, self.spark).collect())
