@@ -27,7 +27,9 @@ def test_the_session_can_reuse_plans(spark: SparkSession) -> None:
     assert reuse.available(spark)
 
 
-def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(spark: SparkSession, tmp_path: Path) -> None:
+def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     rng = random.Random(20261125)
     store = HistoryStore(tmp_path)
     windows = HistoryWindows(spark, str(tmp_path), CLUSTER)
