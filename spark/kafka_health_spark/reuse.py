@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -79,8 +80,7 @@ def available(spark: SparkSession) -> bool:
     try:
         if not str(spark.sparkContext.master).startswith("local"):
             return False
-        probe = spark._jvm.io.kafkahealth.spark.Slots  # type: ignore[union-attr]
-        return type(probe).__name__ == "JavaClass"
+        return isinstance(spark._jvm.io.kafkahealth.spark.Slots, JavaClass)  # type: ignore[union-attr]
     except Exception:
         return False
 
