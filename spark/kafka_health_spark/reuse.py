@@ -121,6 +121,9 @@ class ReusedPlans:
         self._materialized: list[tuple[str, Any]] = []  # (slot, planned plan), in build order
         self._lock = threading.Lock()
         self._summary_lock = threading.Lock()
+        # A small cluster's plans run in one partition, with no shuffle (`Plans.inOnePartition`):
+        # a check is one stage of one task, and checks run side by side instead.
+        self._single = False
         self.builds = 0  # how often the plans were built (the tests and the bench count them)
 
     # ------------------------------------------------------------------ the cycle
@@ -179,18 +182,21 @@ class ReusedPlans:
         self._jvm.Slots.setParam(self._slot("now"), micros)
 
     def _read(self, name: str, frame: DataFrame) -> DataFrame:
-        return (
+        """A slot as a frame."""
+        rows = (
             self.spark.read.format(SLOT_SOURCE)
             .schema(frame.schema)
             .option("slot", self._slot(name))
             .option("rowsPerPartition", str(ROWS_PER_PARTITION))
             .load()
         )
+        return rows
 
     def _build(self, shape: _Shape, fresh: Frames, selected: list[Check]) -> None:
         """Build the frames over the slots and the checks' frames; their plans are planned when
         first run (in the check threads)."""
         self.close()
+        self._single = shape.small_cluster
         self._jvm.Plans.register(self.spark._jsparkSession)
         now = F.timestamp_micros(F.call_function(PARAM_FUNCTION, F.lit(self._slot("now"))))
         slot = {name: self._read(name, getattr(fresh, name)) for name in INPUTS}
@@ -226,7 +232,7 @@ class ReusedPlans:
         input slot read as is (`flapping.transitions`) is already rows kept: it stays as it is."""
         if self._frames is not None and any(frame is getattr(self._frames, name) for name in INPUTS):
             return frame
-        plan = self._jvm.Plans.plan(frame._jdf)
+        plan = self._jvm.Plans.plan(frame._jdf, self._single)
         slot = self._slot(f"shared/{name}")
         self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
         with self._lock:
@@ -246,7 +252,7 @@ class ReusedPlans:
                 if plans.frame is None:
                     plans.frame = plans.check(frames, self._shape.thresholds)  # type: ignore[union-attr]
                 if getattr(plans, which) is None:
-                    setattr(plans, which, self._jvm.Plans.plan(build(plans.frame)._jdf))
+                    setattr(plans, which, self._jvm.Plans.plan(build(plans.frame)._jdf, self._single))
                 return getattr(plans, which)
 
         collected = choose_capped(
@@ -262,7 +268,7 @@ class ReusedPlans:
         with self._summary_lock:  # (building it may materialize a shared frame: `_lock`)
             if self._summary is None:
                 assert self._frames is not None
-                self._summary = self._jvm.Plans.plan(summary_rows(self._frames)._jdf)
+                self._summary = self._jvm.Plans.plan(summary_rows(self._frames)._jdf, self._single)
             plan = self._summary
         jdf = self._jvm.Plans.run(self.spark._jsparkSession, plan)
         return summary_from(fresh, DataFrame(jdf, self.spark).collect())

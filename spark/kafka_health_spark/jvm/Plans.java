@@ -1,13 +1,17 @@
 package io.kafkahealth.spark;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.execution.CoalesceExec;
 import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
@@ -34,6 +38,27 @@ public final class Plans {
   /** The physical plan of {@code frame}, planned now (optimized, planned, code not generated). */
   public static SparkPlan plan(Dataset<?> frame) {
     return frame.queryExecution().executedPlan();
+  }
+
+  /** {@link #plan}, then, when {@code single}, {@link #inOnePartition}. */
+  public static SparkPlan plan(Dataset<?> frame, boolean single) {
+    SparkPlan planned = plan(frame);
+    return single ? inOnePartition(planned) : planned;
+  }
+
+  /**
+   * {@code plan} with each shuffle replaced by a coalesce into one partition: every operator that
+   * asks for a distribution (an aggregate, a join, a window, a global sort) gets all its rows in one
+   * partition, which satisfies any distribution, and the plan runs as one stage with no shuffle
+   * written or read. For small inputs, where a stage's fixed cost outweighs its rows.
+   */
+  public static SparkPlan inOnePartition(SparkPlan plan) {
+    if (plan instanceof ShuffleExchangeExec shuffle) {
+      return new CoalesceExec(1, inOnePartition(shuffle.child()));
+    }
+    List<SparkPlan> children = new ArrayList<>();
+    CollectionConverters.asJava(plan.children()).forEach(child -> children.add(inOnePartition(child)));
+    return children.isEmpty() ? plan : plan.withNewChildren(CollectionConverters.asScala(children).toSeq());
   }
 
   /** A fresh copy of {@code template}, made with {@code session} active in this thread: each
