@@ -54,6 +54,7 @@ from kafka_health_spark.thresholds import Thresholds
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SLOT_SOURCE = "io.kafkahealth.spark.SlotSource"
 PARAM_FUNCTION = "kafka_health_param"
+ONE_PARTITION = 2**31 - 1  # rows per partition of a slot read in one partition
 # The frames every check reads, each a slot filled every cycle.
 INPUTS = (
     "brokers",
@@ -187,7 +188,7 @@ class ReusedPlans:
             self.spark.read.format(SLOT_SOURCE)
             .schema(frame.schema)
             .option("slot", self._slot(name))
-            .option("rowsPerPartition", str(ROWS_PER_PARTITION))
+            .option("rowsPerPartition", str(ONE_PARTITION if self._single else ROWS_PER_PARTITION))
             .load()
         )
         return rows
@@ -232,15 +233,20 @@ class ReusedPlans:
         input slot read as is (`flapping.transitions`) is already rows kept: it stays as it is."""
         if self._frames is not None and any(frame is getattr(self._frames, name) for name in INPUTS):
             return frame
-        plan = self._jvm.Plans.plan(frame._jdf, self._single)
+        plan = self._prepare(frame)
         slot = self._slot(f"shared/{name}")
         self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
         with self._lock:
             self._materialized.append((slot, plan))
         return self._read(f"shared/{name}", frame)
 
+    def _prepare(self, frame: DataFrame) -> Any:
+        """`frame` planned, and prepared to run again (`jvm/PreparedPlan.java`)."""
+        plan = self._jvm.Plans.plan(frame._jdf, self._single)
+        return self._jvm.PreparedPlan.of(self.spark._jsparkSession, plan, self._single)
+
     def _collect(self, plan: Any) -> Collected:
-        jdf = self._jvm.Plans.run(self.spark._jsparkSession, plan)
+        jdf = plan.run(self.spark._jsparkSession)
         return [r.asDict() for r in DataFrame(jdf, self.spark).collect()]
 
     def _run_check(self, plans: _CheckPlans, cap: int, fresh: Frames) -> list[Finding]:
@@ -252,7 +258,7 @@ class ReusedPlans:
                 if plans.frame is None:
                     plans.frame = plans.check(frames, self._shape.thresholds)  # type: ignore[union-attr]
                 if getattr(plans, which) is None:
-                    setattr(plans, which, self._jvm.Plans.plan(build(plans.frame)._jdf, self._single))
+                    setattr(plans, which, self._prepare(build(plans.frame)))
                 return getattr(plans, which)
 
         collected = choose_capped(
@@ -268,7 +274,7 @@ class ReusedPlans:
         with self._summary_lock:  # (building it may materialize a shared frame: `_lock`)
             if self._summary is None:
                 assert self._frames is not None
-                self._summary = self._jvm.Plans.plan(summary_rows(self._frames)._jdf, self._single)
+                self._summary = self._prepare(summary_rows(self._frames))
             plan = self._summary
-        jdf = self._jvm.Plans.run(self.spark._jsparkSession, plan)
+        jdf = plan.run(self.spark._jsparkSession)
         return summary_from(fresh, DataFrame(jdf, self.spark).collect())

@@ -9,8 +9,14 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.catalyst.plans.InnerLike;
 import org.apache.spark.sql.execution.CoalesceExec;
+import org.apache.spark.sql.execution.QueryExecution$;
+import org.apache.spark.sql.execution.joins.BroadcastNestedLoopJoinExec;
+import org.apache.spark.sql.execution.joins.CartesianProductExec;
+import org.apache.spark.sql.execution.CollectLimitExec;
 import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.TakeOrderedAndProjectExec;
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.functions;
@@ -40,17 +46,38 @@ public final class Plans {
     return frame.queryExecution().executedPlan();
   }
 
-  /** {@link #plan}, then, when {@code single}, {@link #inOnePartition}. */
+  /**
+   * {@link #plan}, or when {@code single}: planned, its inner nested loop joins made cartesian
+   * products (they would broadcast a side, a job of its own), prepared for execution, then
+   * {@link #inOnePartition}.
+   */
   public static SparkPlan plan(Dataset<?> frame, boolean single) {
-    SparkPlan planned = plan(frame);
-    return single ? inOnePartition(planned) : planned;
+    if (!single) {
+      return plan(frame);
+    }
+    SparkPlan planned = withoutBroadcasts(frame.queryExecution().sparkPlan());
+    QueryExecution$ execution = QueryExecution$.MODULE$;
+    SparkPlan prepared =
+        execution.prepareForExecution(
+            execution.preparations(frame.sparkSession(), Option.empty(), true), planned);
+    return inOnePartition(prepared);
+  }
+
+  static SparkPlan withoutBroadcasts(SparkPlan plan) {
+    List<SparkPlan> children = new ArrayList<>();
+    CollectionConverters.asJava(plan.children()).forEach(child -> children.add(withoutBroadcasts(child)));
+    if (plan instanceof BroadcastNestedLoopJoinExec join && join.joinType() instanceof InnerLike) {
+      return new CartesianProductExec(children.get(0), children.get(1), join.condition());
+    }
+    return children.isEmpty() ? plan : plan.withNewChildren(CollectionConverters.asScala(children).toSeq());
   }
 
   /**
    * {@code plan} with each shuffle replaced by a coalesce into one partition: every operator that
    * asks for a distribution (an aggregate, a join, a window, a global sort) gets all its rows in one
    * partition, which satisfies any distribution, and the plan runs as one stage with no shuffle
-   * written or read. For small inputs, where a stage's fixed cost outweighs its rows.
+   * written or read. For small inputs, where a stage's fixed cost outweighs its rows, read in one
+   * partition each.
    */
   public static SparkPlan inOnePartition(SparkPlan plan) {
     if (plan instanceof ShuffleExchangeExec shuffle) {
@@ -58,7 +85,15 @@ public final class Plans {
     }
     List<SparkPlan> children = new ArrayList<>();
     CollectionConverters.asJava(plan.children()).forEach(child -> children.add(inOnePartition(child)));
-    return children.isEmpty() ? plan : plan.withNewChildren(CollectionConverters.asScala(children).toSeq());
+    if (children.isEmpty()) {
+      return plan;
+    }
+    if (plan instanceof TakeOrderedAndProjectExec || plan instanceof CollectLimitExec) {
+      // (these shuffle their child's rows into one partition themselves when it has more, as a
+      // union has: one per side)
+      children.set(0, new CoalesceExec(1, children.get(0)));
+    }
+    return plan.withNewChildren(CollectionConverters.asScala(children).toSeq());
   }
 
   /** A fresh copy of {@code template}, made with {@code session} active in this thread: each

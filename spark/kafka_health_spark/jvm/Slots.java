@@ -5,7 +5,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
-import org.apache.spark.sql.execution.SparkPlan;
 
 /**
  * Rows and values kept in the driver JVM under a name, read when a plan runs.
@@ -31,10 +30,9 @@ public final class Slots {
     return collected.length;
   }
 
-  /** Run a copy of {@code template} (a planned plan, see {@link Plans#run}) and keep its rows
-   * under {@code slot}; returns how many. */
-  public static int fillFrom(SparkSession session, String slot, SparkPlan template) {
-    InternalRow[] collected = Plans.copy(session, template).executeCollect();
+  /** Run {@code plan} and keep its rows under {@code slot}; returns how many. */
+  public static int fillFrom(SparkSession session, String slot, PreparedPlan plan) {
+    InternalRow[] collected = plan.collect(session);
     ROWS.put(slot, collected);
     return collected.length;
   }
