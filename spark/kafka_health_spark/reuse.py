@@ -111,8 +111,12 @@ class ReusedPlans:
     """One policy's planned plans and slots, owned by the worker that diagnoses it (one cycle at
     a time). `close()` frees the slots' rows in the JVM."""
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, *, one_partition: bool | None = None) -> None:
+        """`one_partition`: whether plans run in one partition (`Plans.inOnePartition`) and as
+        prepared RDDs (`PreparedPlan`); None, the default: for a small cluster
+        (`Frames.small_cluster`), whose rows cost less than a stage does."""
         self.spark = spark
+        self.one_partition = one_partition
         self.prefix = f"kafka-health/{uuid.uuid4().hex}/"
         self._jvm = spark._jvm.io.kafkahealth.spark  # type: ignore[union-attr]
         self._shape: _Shape | None = None
@@ -156,6 +160,16 @@ class ReusedPlans:
             summary = pending.result() if pending is not None else None
         return sort_findings(f for fs in found for f in fs), summary
 
+    def interrupt(self, reason: str) -> None:
+        """Stop the plans running now (a cycle past its deadline): they run without Spark jobs,
+        so cancelling the cycle's jobs does not reach them. Each raises at its next rows."""
+        prepared = [plan for _, plan in list(self._materialized)]
+        prepared += [p for c in list(self._checks) for p in (c.top, c.exact) if p is not None]
+        prepared += [self._summary] if self._summary is not None else []
+        for plan in prepared:
+            with contextlib.suppress(Exception):  # (the JVM is gone: nothing runs)
+                plan.interrupt(reason)
+
     def close(self) -> None:
         """Free the slots' rows and forget the plans."""
         self._shape = None
@@ -197,7 +211,7 @@ class ReusedPlans:
         """Build the frames over the slots and the checks' frames; their plans are planned when
         first run (in the check threads)."""
         self.close()
-        self._single = shape.small_cluster
+        self._single = shape.small_cluster if self.one_partition is None else self.one_partition
         self._jvm.Plans.register(self.spark._jsparkSession)
         now = F.timestamp_micros(F.call_function(PARAM_FUNCTION, F.lit(self._slot("now"))))
         slot = {name: self._read(name, getattr(fresh, name)) for name in INPUTS}

@@ -9,10 +9,14 @@ makes the windows read Parquet again in between.
 from __future__ import annotations
 
 import random
+import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from kafka_health.diagnose.run import run_diagnosis
 from kafka_health.history.store import HistoryStore
@@ -27,13 +31,16 @@ def test_the_session_can_reuse_plans(spark: SparkSession) -> None:
     assert reuse.available(spark)
 
 
+@pytest.mark.parametrize("one_partition", [True, False], ids=["one-partition", "partitioned"])
 def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, one_partition: bool
 ) -> None:
+    """In one partition (a small cluster's plans: no shuffle, run without jobs) and partitioned
+    (a large cluster's: shuffles, run as jobs), alike."""
     rng = random.Random(20261125)
     store = HistoryStore(tmp_path)
     windows = HistoryWindows(spark, str(tmp_path), CLUSTER)
-    plans = reuse.ReusedPlans(spark)
+    plans = reuse.ReusedPlans(spark, one_partition=one_partition)
     offsets: dict[tuple[str, int], int] = {}
     now = START
     thresholds = SMALL
@@ -59,9 +66,49 @@ def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
                 kept_plans = [p.top for p in plans._checks]
             if cycle == 3:
                 assert [p.top for p in plans._checks] == kept_plans, "the planned plans are the same objects"
+                prepared = [p for c in plans._checks for p in (c.top, c.exact) if p is not None]
+                prepared += [plans._summary] + [p for _, p in plans._materialized]
+                rerun = {bool(p.reused()) for p in prepared}
+                assert rerun == {one_partition}, "in one partition every plan runs as its prepared RDD"
     finally:
         plans.close()
     assert checked > cycles, "the random cluster had findings to compare"
     assert plans.builds == 2, "built once, and again when the thresholds changed"
     held = spark._jvm.io.kafkahealth.spark.Slots.rows(plans._slot("partitions"))  # type: ignore[union-attr]
     assert len(held) == 0, "close() freed the policy's slots"
+
+
+def test_a_plan_run_without_a_job_stops_when_interrupted(spark: SparkSession) -> None:
+    """A cycle past its deadline cancels its Spark jobs; a prepared plan runs none, so it is
+    interrupted instead (`ReusedPlans.interrupt`), and stops at its next rows."""
+    jvm = spark._jvm.io.kafkahealth.spark  # type: ignore[union-attr]
+    numbers = spark.range(300_000).toDF("x")
+    jvm.Slots.fill("test-interrupt/x", numbers._jdf)
+    try:
+        slot = (
+            spark.read.format(reuse.SLOT_SOURCE)
+            .schema(numbers.schema)
+            .option("slot", "test-interrupt/x")
+            .option("rowsPerPartition", str(reuse.ONE_PARTITION))
+            .load()
+        )
+        slow = slot.select(F.sha2(F.repeat(F.col("x").cast("string"), 300), 512).alias("h")).agg(F.max("h"))
+        plan = jvm.PreparedPlan.of(spark._jsparkSession, jvm.Plans.plan(slow._jdf, True), True)
+        assert plan.reused()
+        failed: list[Exception] = []
+
+        def run() -> None:
+            try:
+                plan.collect(spark._jsparkSession)
+            except Exception as exc:
+                failed.append(exc)
+
+        running = threading.Thread(target=run)
+        running.start()
+        time.sleep(0.3)  # (the whole run takes seconds)
+        plan.interrupt("past its deadline")
+        running.join(30)
+        assert not running.is_alive()
+        assert failed and "TaskKilledException: past its deadline" in str(failed[0])
+    finally:
+        jvm.Slots.drop("test-interrupt/")

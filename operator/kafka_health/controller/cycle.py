@@ -265,7 +265,7 @@ class PolicyWorker:
             diagnosis = run_with_deadline(
                 diagnose,
                 deadline_s=rt.settings.diagnosis_timeout_s,
-                cancel=lambda: jobs.cancel(spark, tag),
+                cancel=lambda: self._cancel(spark, tag, plans),
                 grace_s=CANCEL_GRACE_S,
                 name=f"diagnose-{self.namespace}/{self.name}",
             )
@@ -273,6 +273,13 @@ class PolicyWorker:
             return self._timed_out(exc, windows)
         diagnosis = for_policy(diagnosis, spec, snapshot)  # its checks, its roll's words, its incidents
         return CycleOutcome(diagnosis=diagnosis, remediation_blockers=tuple(blockers))
+
+    @staticmethod
+    def _cancel(spark: SparkSession, tag: str, plans: ReusedPlans | None) -> None:
+        """Cancel the cycle's Spark jobs, and stop its reused plans, which run without jobs."""
+        jobs.cancel(spark, tag)
+        if plans is not None:
+            plans.interrupt("the diagnosis ran past its deadline")
 
     def _windows_for(self, spark: SparkSession) -> HistoryWindows:
         """The policy's kept windows, new when there are none or the session is a new one (the
