@@ -23,6 +23,8 @@ way), then diagnosed with the summary, the driver at the operator's default memo
 side in one run (by default): `spark` (this engine as the operator runs it: windows kept in
 memory, the policy's plans built once and reused, `kafka_health_spark.reuse`), `spark-rebuilt`
 (the same, its plans built every cycle) and `duckdb` (the reference, reading Parquet);
+`spark-one-partition` and `spark-partitioned` reuse plans run in one partition or partitioned
+whatever the cluster's size (the operator chooses by size, `reuse.ONE_PARTITION_MAX_PARTITIONS`);
 `--engines spark-before` adds the engine before issue 10 (windows read from Parquet every
 cycle, Spark's default code-generation cache, AQE on, 4 shuffle partitions). Per engine: the first cycle, the median warm diagnosis and cycle (append +
 diagnosis), CPU seconds per warm cycle (the process and its JVM), and peak RSS.
@@ -232,8 +234,16 @@ def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[st
         # `spark` reuses the policy's plans as the operator does; `spark-rebuilt` builds them every cycle.
         from kafka_health_spark import reuse
 
-        plans = reuse.ReusedPlans(spark) if engine == "spark" and reuse.available(spark) else None
-        if engine == "spark" and plans is None:
+        # `spark-one-partition` / `spark-partitioned`: plans reused, run in one partition (without
+        # jobs) or partitioned (as jobs) whatever the cluster's size (`ReusedPlans.one_partition`).
+        one_partition = {"spark-one-partition": True, "spark-partitioned": False}.get(engine)
+        reusing = engine in ("spark", "spark-one-partition", "spark-partitioned")
+        plans = (
+            reuse.ReusedPlans(spark, one_partition=one_partition)
+            if reusing and reuse.available(spark)
+            else None
+        )
+        if reusing and plans is None:
             raise SystemExit("spark: this session cannot reuse plans (no plan jar?); see hack/setup.sh")
         work: SparkWork | None = SparkWork(spark)
 

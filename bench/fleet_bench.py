@@ -4,7 +4,8 @@
 
 For each N, a fresh process (one JVM, the operator's default driver memory) does what N policy
 workers do at once: each policy has its own cluster's history (--history-minutes of it, written
-as the operator writes it), its own windows kept in memory, and runs a cycle (history append +
+as the operator writes it), its own windows kept in memory and its own plans built once and
+reused (where the session can, as the operator's), and runs a cycle (history append +
 diagnosis with the summary) every --interval seconds of wall time, in its own thread, as the
 operator's daemons do: a cycle that overran its interval is followed by the next one a second
 later. The snapshots are the synthetic cluster's next samples (the same for every policy),
@@ -37,6 +38,7 @@ LATE = 1.0  # a start later than this after its due time counts as backlog
 
 def worker(n: int, args: argparse.Namespace) -> dict[str, Any]:
     from kafka_health.diagnose import run_diagnosis
+    from kafka_health_spark import reuse
     from kafka_health_spark.session import get_session
     from kafka_health_spark.thresholds import Thresholds
     from kafka_health_spark.windows import HistoryWindows
@@ -53,6 +55,8 @@ def worker(n: int, args: argparse.Namespace) -> dict[str, Any]:
     peak = PeakRss()
     spark = get_session(master="local[2]", driver_memory=args.driver_memory)
     windows = [HistoryWindows(spark, str(root), synthetic.CLUSTER) for _, root, _, _, _ in stores]
+    # Each policy's plans built once and reused, as the operator's workers do (`cycle._plans_for`).
+    plans = [reuse.ReusedPlans(spark) if reuse.available(spark) else None for _ in stores]
     cycles: list[list[dict[str, Any]]] = [[] for _ in range(n)]
     counts: list[dict[str, int]] = [{} for _ in range(n)]
     warm_started = threading.Barrier(n + 1)  # every policy's cold cycle done: the warm clock starts
@@ -79,7 +83,9 @@ def worker(n: int, args: argparse.Namespace) -> dict[str, Any]:
             start = time.monotonic()
             written = store.append(snap)
             windows[i].record(written.tables, snap.taken_at)
-            d = run_diagnosis(snap, root, thresholds, spark, with_summary=True, windows=windows[i])
+            d = run_diagnosis(
+                snap, root, thresholds, spark, with_summary=True, windows=windows[i], plans=plans[i]
+            )
             end = time.monotonic()
             counts[i] = spark_counts(d.findings)
             # Late: behind the start every `interval` would give (an overrun's backlog adds up).

@@ -7,12 +7,17 @@ history windows) is a *slot*: rows kept in the driver JVM under a name, read by 
 source (`jvm/SlotSource.java`) when a plan runs, not when it is built; `now` is a parameter read
 the same way (`kafka_health_param`). So a policy's check plans and its summary plan are built over
 the slots once, planned to physical plans once, and each cycle only fills the slots with the
-cycle's rows and runs a copy of each planned plan (`jvm/Plans.java`; a copy, because a planned plan
-keeps its shuffles' outputs). Frames that several checks read (`Frames.shared(...,
+cycle's rows and runs each planned plan again. Frames that several checks read (`Frames.shared(...,
 materialize=True)`) become slots too, refilled from their own planned plan before the checks run.
 
+A cluster of up to `ONE_PARTITION_MAX_PARTITIONS` partitions has its plans run in one partition
+with no shuffle (`Plans.inOnePartition`), each prepared once into its RDD and computed again in
+the calling thread, with no Spark job (`jvm/PreparedPlan.java`): a stage's fixed cost was most of
+a check's. A larger cluster's plans keep their shuffles, and each run is a copy of the planned
+plan run as Spark jobs (a copy, because a planned plan keeps its shuffles' outputs).
+
 The plans are built again when what shaped them changes: the thresholds, the cluster's size class
-(`Frames.small_cluster`), or the checks selected. Slots live in the driver JVM, so this needs an
+(`Frames.small_cluster`, `ONE_PARTITION_MAX_PARTITIONS`), or the checks selected. Slots live in the driver JVM, so this needs an
 embedded session with a local master (tasks in the driver's JVM) and the plan jar on its classpath
 (`plan_jar`); `available()` says whether the session has both, and `run_diagnosis` otherwise builds
 the plans every cycle, as before. The findings are the same either way:
@@ -55,6 +60,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SLOT_SOURCE = "io.kafkahealth.spark.SlotSource"
 PARAM_FUNCTION = "kafka_health_param"
 ONE_PARTITION = 2**31 - 1  # rows per partition of a slot read in one partition
+# The largest cluster whose plans run in one partition, without jobs (`ReusedPlans`).
+ONE_PARTITION_MAX_PARTITIONS = 100_000  # measured faster at 10k and 100k (docs/diagnostics.md)
 # The frames every check reads, each a slot filled every cycle.
 INPUTS = (
     "brokers",
@@ -104,6 +111,7 @@ class _Shape:
     cluster: str
     thresholds: Thresholds
     small_cluster: bool
+    one_partition: bool
     checks: tuple[str, ...]
 
 
@@ -113,8 +121,8 @@ class ReusedPlans:
 
     def __init__(self, spark: SparkSession, *, one_partition: bool | None = None) -> None:
         """`one_partition`: whether plans run in one partition (`Plans.inOnePartition`) and as
-        prepared RDDs (`PreparedPlan`); None, the default: for a small cluster
-        (`Frames.small_cluster`), whose rows cost less than a stage does."""
+        prepared RDDs (`PreparedPlan`); None, the default: for a cluster of up to
+        `ONE_PARTITION_MAX_PARTITIONS` partitions, whose rows cost less than a stage does."""
         self.spark = spark
         self.one_partition = one_partition
         self.prefix = f"kafka-health/{uuid.uuid4().hex}/"
@@ -143,7 +151,14 @@ class ReusedPlans:
         """The findings (each check capped, worst first) and summary of the cycle whose frames are
         `fresh` (built by `build_frames` as for a diagnosis without reuse)."""
         selected = list(checks) if checks is not None else all_checks()
-        shape = _Shape(fresh.cluster, thresholds, fresh.small_cluster, tuple(c.__name__ for c in selected))
+        one_partition = (
+            fresh.partition_count <= ONE_PARTITION_MAX_PARTITIONS
+            if self.one_partition is None
+            else self.one_partition
+        )
+        shape = _Shape(
+            fresh.cluster, thresholds, fresh.small_cluster, one_partition, tuple(c.__name__ for c in selected)
+        )
         rebuilt = shape != self._shape
         if rebuilt:
             self._build(shape, fresh, selected)
@@ -211,7 +226,7 @@ class ReusedPlans:
         """Build the frames over the slots and the checks' frames; their plans are planned when
         first run (in the check threads)."""
         self.close()
-        self._single = shape.small_cluster if self.one_partition is None else self.one_partition
+        self._single = shape.one_partition
         self._jvm.Plans.register(self.spark._jsparkSession)
         now = F.timestamp_micros(F.call_function(PARAM_FUNCTION, F.lit(self._slot("now"))))
         slot = {name: self._read(name, getattr(fresh, name)) for name in INPUTS}

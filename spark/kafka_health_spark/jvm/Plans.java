@@ -1,12 +1,9 @@
 package io.kafkahealth.spark;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 import org.apache.spark.sql.api.java.UDF1;
-import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.catalyst.plans.InnerLike;
@@ -25,7 +22,7 @@ import org.apache.spark.sql.types.DataTypes;
 import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
 
-/** Planned plans run again: each run a fresh copy of the template, its result a local frame. */
+/** Plans planned once, to be run again ({@link PreparedPlan}). */
 public final class Plans {
   /** SQL function {@code kafka_health_param(name)}: a {@link Slots} parameter, read per row when
    * the plan runs. A UDF is never foldable, so the optimizer does not evaluate it into the plan;
@@ -101,22 +98,5 @@ public final class Plans {
   public static SparkPlan copy(SparkSession session, SparkPlan template) {
     SparkSession.setActiveSession(session);
     return template.clone();
-  }
-
-  /**
-   * Run a copy of {@code template} and return its rows as a local frame (collecting that runs no
-   * job). A copy, because a planned plan keeps its shuffles' outputs: run again as is, it would
-   * return the rows of its first run.
-   */
-  public static Dataset<org.apache.spark.sql.Row> run(SparkSession session, SparkPlan template) {
-    SparkPlan plan = copy(session, template);
-    InternalRow[] rows = plan.executeCollect();
-    LocalRelation relation =
-        new LocalRelation(
-            template.output(),
-            CollectionConverters.asScala(Arrays.asList(rows)).toSeq(),
-            false,
-            Option.empty());
-    return Dataset.ofRows(session, relation);
   }
 }

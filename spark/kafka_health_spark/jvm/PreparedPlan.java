@@ -1,6 +1,5 @@
 package io.kafkahealth.spark;
 
-import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -25,9 +24,7 @@ import org.apache.spark.sql.execution.exchange.Exchange;
 import scala.Option;
 import scala.collection.Iterator;
 import scala.jdk.javaapi.CollectionConverters;
-import scala.reflect.ClassTag$;
 import scala.runtime.AbstractFunction0;
-import scala.runtime.AbstractFunction1;
 
 /**
  * A planned plan, made ready to run again and again.
@@ -37,8 +34,9 @@ import scala.runtime.AbstractFunction1;
  * it reads (their rows are read when a partition is computed), with the code generated and the
  * closures cleaned once. Its partitions are computed in the calling thread, each in a task context
  * of its own, as a local executor would but without scheduling a job, serializing its closure and
- * its result, or queueing behind other jobs' tasks. Any other plan is copied and run as a Spark
- * job each time ({@link Plans#run}).
+ * its result, or queueing behind other jobs' tasks. Any other plan is run as Spark jobs, a copy of
+ * it each time: a planned plan keeps its shuffles' outputs, and run again as is it would return
+ * the rows of its first run.
  */
 public final class PreparedPlan {
   // Ids of the task contexts made here: far above those the scheduler hands out, and unique, as
@@ -97,15 +95,6 @@ public final class PreparedPlan {
   public InternalRow[] collect(SparkSession session) {
     if (rdd == null) {
       return Plans.copy(session, template).executeCollect();
-    }
-    if (Boolean.getBoolean("kafkahealth.viaJob")) {
-      @SuppressWarnings("unchecked")
-      Object parts = rdd.sparkContext().runJob(rdd, new CopyRows(), (scala.reflect.ClassTag<InternalRow[]>) ROWS_TAG);
-      List<InternalRow> all = new ArrayList<>();
-      for (InternalRow[] part : (InternalRow[][]) parts) {
-        all.addAll(Arrays.asList(part));
-      }
-      return all.toArray(new InternalRow[0]);
     }
     List<InternalRow> rows = new ArrayList<>();
     Partition[] partitions = rdd.partitions();
@@ -189,21 +178,4 @@ public final class PreparedPlan {
       env.memoryManager().releaseAllExecutionMemoryForTask(id);
     }
   }
-
-  /** Rows copied out of a partition (they are reused by the iterator that yields them). */
-  static final class CopyRows extends AbstractFunction1<Iterator<InternalRow>, InternalRow[]>
-      implements Serializable {
-    private static final long serialVersionUID = 1L;
-
-    @Override
-    public InternalRow[] apply(Iterator<InternalRow> it) {
-      List<InternalRow> rows = new ArrayList<>();
-      while (it.hasNext()) {
-        rows.add(it.next().copy());
-      }
-      return rows.toArray(new InternalRow[0]);
-    }
-  }
-
-  static final Object ROWS_TAG = ClassTag$.MODULE$.apply(InternalRow[].class);
 }
