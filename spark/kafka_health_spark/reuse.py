@@ -115,6 +115,10 @@ class _Shape:
     checks: tuple[str, ...]
 
 
+class CycleInterrupted(RuntimeError):
+    """The cycle was interrupted (`ReusedPlans.interrupt`) before this step."""
+
+
 class ReusedPlans:
     """One policy's planned plans and slots, owned by the worker that diagnoses it (one cycle at
     a time). `close()` frees the slots' rows in the JVM."""
@@ -137,6 +141,7 @@ class ReusedPlans:
         # A small cluster's plans run in one partition, with no shuffle (`Plans.inOnePartition`):
         # a check is one stage of one task, and checks run side by side instead.
         self._single = False
+        self._interrupted: str | None = None  # `interrupt`'s reason
         self.builds = 0  # how often the plans were built (the tests and the bench count them)
 
     # ------------------------------------------------------------------ the cycle
@@ -165,6 +170,7 @@ class ReusedPlans:
         self._fill_inputs(fresh)
         if not rebuilt:  # (a new build fills them as the checks build them)
             for slot, plan in list(self._materialized):
+                self._go_on()
                 self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
         cap = thresholds.max_findings_per_check
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as side:
@@ -176,8 +182,10 @@ class ReusedPlans:
         return sort_findings(f for fs in found for f in fs), summary
 
     def interrupt(self, reason: str) -> None:
-        """Stop the plans running now (a cycle past its deadline): they run without Spark jobs,
-        so cancelling the cycle's jobs does not reach them. Each raises at its next rows."""
+        """Stop the cycle (past its deadline): the plans running now raise at their next rows (they
+        run without Spark jobs, so cancelling the cycle's jobs does not reach them), and whatever
+        the cycle would run next raises before it starts. These plans are not run again."""
+        self._interrupted = reason
         prepared = [plan for _, plan in list(self._materialized)]
         prepared += [p for c in list(self._checks) for p in (c.top, c.exact) if p is not None]
         prepared += [self._summary] if self._summary is not None else []
@@ -204,6 +212,7 @@ class ReusedPlans:
         each history window is one), and set `now`."""
 
         def fill(name: str) -> None:
+            self._go_on()
             self._jvm.Slots.fill(self._slot(name), getattr(fresh, name)._jdf)
 
         with ThreadPoolExecutor(max_workers=CONCURRENT_CHECKS, thread_name_prefix="slot") as pool:
@@ -264,6 +273,7 @@ class ReusedPlans:
             return frame
         plan = self._prepare(frame)
         slot = self._slot(f"shared/{name}")
+        self._go_on()
         self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
         with self._lock:
             self._materialized.append((slot, plan))
@@ -274,11 +284,18 @@ class ReusedPlans:
         plan = self._jvm.Plans.plan(frame._jdf, self._single)
         return self._jvm.PreparedPlan.of(self.spark._jsparkSession, plan, self._single)
 
+    def _go_on(self) -> None:
+        """Raise if the cycle was interrupted (before each step: a step that started runs on)."""
+        if self._interrupted is not None:
+            raise CycleInterrupted(self._interrupted)
+
     def _collect(self, plan: Any) -> Collected:
+        self._go_on()
         jdf = plan.run(self.spark._jsparkSession)
         return [r.asDict() for r in DataFrame(jdf, self.spark).collect()]
 
     def _run_check(self, plans: _CheckPlans, cap: int, fresh: Frames) -> list[Finding]:
+        self._go_on()
         frames = self._frames
         assert frames is not None
 
@@ -305,5 +322,6 @@ class ReusedPlans:
                 assert self._frames is not None
                 self._summary = self._prepare(summary_rows(self._frames))
             plan = self._summary
+        self._go_on()
         jdf = plan.run(self.spark._jsparkSession)
         return summary_from(fresh, DataFrame(jdf, self.spark).collect())

@@ -70,6 +70,9 @@ def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
                 prepared += [plans._summary] + [p for _, p in plans._materialized]
                 rerun = {bool(p.reused()) for p in prepared}
                 assert rerun == {one_partition}, "in one partition every plan runs as its prepared RDD"
+        plans.interrupt("past its deadline")  # (what a cycle past its deadline does)
+        with pytest.raises(reuse.CycleInterrupted, match="past its deadline"):
+            run_diagnosis(snap, tmp_path, thresholds, spark, windows=windows, plans=plans)
     finally:
         plans.close()
     assert checked > cycles, "the random cluster had findings to compare"

@@ -46,6 +46,7 @@ public final class PreparedPlan {
   private final SparkPlan template;
   private final RDD<InternalRow> rdd; // null: copied and run as a job each time
   private final List<TaskContextImpl> running = new ArrayList<>();
+  private String interrupted; // (guarded by running) once set, every run fails at its first row
 
   private PreparedPlan(SparkPlan template, RDD<InternalRow> rdd) {
     this.template = template;
@@ -116,9 +117,11 @@ public final class PreparedPlan {
     return Dataset.ofRows(session, relation);
   }
 
-  /** Stop the partitions computing now (a cancelled cycle): each fails at its next row. */
+  /** Stop the partitions computing now (a cancelled cycle), each at its next row, and every later
+   * run at its first: a plan interrupted is not run again. */
   public void interrupt(String reason) {
     synchronized (running) {
+      interrupted = reason;
       running.forEach(context -> context.markInterrupted(reason));
     }
   }
@@ -142,6 +145,9 @@ public final class PreparedPlan {
             scala.math.BigDecimal$.MODULE$.apply(1),
             scala.collection.immutable.Map$.MODULE$.empty());
     synchronized (running) {
+      if (interrupted != null) {
+        context.markInterrupted(interrupted);
+      }
       running.add(context);
     }
     try {
