@@ -17,10 +17,10 @@ a check's. A larger cluster's plans keep their shuffles, and each run is a copy 
 plan run as Spark jobs (a copy, because a planned plan keeps its shuffles' outputs).
 
 The plans are built again when what shaped them changes: the thresholds, the cluster's size class
-(`Frames.small_cluster`, `ONE_PARTITION_MAX_PARTITIONS`), or the checks selected. Slots live in the driver JVM, so this needs an
-embedded session with a local master (tasks in the driver's JVM) and the plan jar on its classpath
-(`plan_jar`); `available()` says whether the session has both, and `run_diagnosis` otherwise builds
-the plans every cycle, as before. The findings are the same either way:
+(`Frames.small_cluster`, `ONE_PARTITION_MAX_PARTITIONS`), or the checks selected. Slots live in
+the driver JVM, so this needs an embedded session with a local master (tasks in the driver's JVM)
+and the plan jar on its classpath (`plan_jar`); `available()` says whether the session has both,
+and `run_diagnosis` otherwise builds the plans every cycle, as before. The findings are the same either way:
 `tests/spark/test_reuse.py` compares both paths cycle after cycle.
 """
 
@@ -138,8 +138,8 @@ class ReusedPlans:
         self._materialized: list[tuple[str, Any]] = []  # (slot, planned plan), in build order
         self._lock = threading.Lock()
         self._summary_lock = threading.Lock()
-        # A small cluster's plans run in one partition, with no shuffle (`Plans.inOnePartition`):
-        # a check is one stage of one task, and checks run side by side instead.
+        # Whether the plans built run in one partition, with no shuffle and no job (`_Shape`):
+        # a check is then one pass over its rows, and checks run side by side instead.
         self._single = False
         self._interrupted: str | None = None  # `interrupt`'s reason
         self.builds = 0  # how often the plans were built (the tests and the bench count them)
@@ -222,14 +222,13 @@ class ReusedPlans:
 
     def _read(self, name: str, frame: DataFrame) -> DataFrame:
         """A slot as a frame."""
-        rows = (
+        return (
             self.spark.read.format(SLOT_SOURCE)
             .schema(frame.schema)
             .option("slot", self._slot(name))
             .option("rowsPerPartition", str(ONE_PARTITION if self._single else ROWS_PER_PARTITION))
             .load()
         )
-        return rows
 
     def _build(self, shape: _Shape, fresh: Frames, selected: list[Check]) -> None:
         """Build the frames over the slots and the checks' frames; their plans are planned when
