@@ -2,6 +2,7 @@ package io.kafkahealth.spark;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.UnaryOperator;
 
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.classic.Dataset;
@@ -61,12 +62,11 @@ public final class Plans {
   }
 
   static SparkPlan withoutBroadcasts(SparkPlan plan) {
-    List<SparkPlan> children = new ArrayList<>();
-    CollectionConverters.asJava(plan.children()).forEach(child -> children.add(withoutBroadcasts(child)));
+    List<SparkPlan> children = mapChildren(plan, Plans::withoutBroadcasts);
     if (plan instanceof BroadcastNestedLoopJoinExec join && join.joinType() instanceof InnerLike) {
       return new CartesianProductExec(children.get(0), children.get(1), join.condition());
     }
-    return children.isEmpty() ? plan : plan.withNewChildren(CollectionConverters.asScala(children).toSeq());
+    return withChildren(plan, children);
   }
 
   /**
@@ -80,17 +80,23 @@ public final class Plans {
     if (plan instanceof ShuffleExchangeExec shuffle) {
       return new CoalesceExec(1, inOnePartition(shuffle.child()));
     }
-    List<SparkPlan> children = new ArrayList<>();
-    CollectionConverters.asJava(plan.children()).forEach(child -> children.add(inOnePartition(child)));
-    if (children.isEmpty()) {
-      return plan;
-    }
+    List<SparkPlan> children = mapChildren(plan, Plans::inOnePartition);
     if (plan instanceof TakeOrderedAndProjectExec || plan instanceof CollectLimitExec) {
       // (these shuffle their child's rows into one partition themselves when it has more, as a
       // union has: one per side)
       children.set(0, new CoalesceExec(1, children.get(0)));
     }
-    return plan.withNewChildren(CollectionConverters.asScala(children).toSeq());
+    return withChildren(plan, children);
+  }
+
+  private static List<SparkPlan> mapChildren(SparkPlan plan, UnaryOperator<SparkPlan> rewrite) {
+    List<SparkPlan> children = new ArrayList<>();
+    CollectionConverters.asJava(plan.children()).forEach(child -> children.add(rewrite.apply(child)));
+    return children;
+  }
+
+  private static SparkPlan withChildren(SparkPlan plan, List<SparkPlan> children) {
+    return children.isEmpty() ? plan : plan.withNewChildren(CollectionConverters.asScala(children).toSeq());
   }
 
   /** A fresh copy of {@code template}, made with {@code session} active in this thread: each
