@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -238,9 +238,10 @@ class Frames:
                 release_frame(self._materialized.pop())
 
 
-def current_samples(frames: dict[str, DataFrame], now: datetime) -> dict[str, DataFrame]:
-    """The snapshot as one row set per history table, stamped `now` (as the history store writes it)."""
-    ts = F.lit(now).cast("timestamp").alias("ts")
+def current_samples(frames: Mapping[str, DataFrame], now: datetime | Column) -> dict[str, DataFrame]:
+    """The snapshot as one row set per history table, stamped `now` (as the history store writes
+    it): a time, or a column (a reused plan's `now` parameter)."""
+    ts = (now if isinstance(now, Column) else F.lit(now).cast("timestamp")).alias("ts")
     dirs = (
         frames["log_dirs"]
         .groupBy("broker")
@@ -337,6 +338,29 @@ def spans(thresholds: Thresholds) -> dict[str, timedelta]:
     }
 
 
+# The history windows of a diagnosis, each a frame of `Frames` that ends with the snapshot's own
+# sample (`current_samples`): the history table it reads, and how far back (`window_bounds`).
+SAMPLE_WINDOWS = ("broker_samples", "group_samples", "group_offset_samples", "group_activity")
+
+
+def window_bounds(thresholds: Thresholds, now: datetime) -> dict[str, tuple[str, datetime, datetime]]:
+    """Per sample window of `Frames`: the history table it reads and its rows' bounds
+    `[since, until)` (the snapshot's own sample is added to them)."""
+    recent = timedelta(minutes=thresholds.window_minutes)
+    return {
+        "broker_samples": ("broker_samples", now - timedelta(hours=thresholds.disk_growth_window_hours), now),
+        "group_samples": ("group_samples", now - recent, now),
+        "group_offset_samples": ("group_offset_samples", now - recent, now),
+        "group_activity": ("group_samples", now - timedelta(hours=thresholds.offsets_retention_hours), now),
+    }
+
+
+def transition_bounds(thresholds: Thresholds, now: datetime) -> tuple[datetime, datetime]:
+    """The bounds `[since, until)` of `Frames.partition_transitions`: the window, `now` included
+    (the history already holds the snapshot's changed partitions)."""
+    return now - timedelta(minutes=thresholds.window_minutes), now + timedelta(microseconds=1)
+
+
 def build_frames(
     spark: SparkSession,
     snapshot: ClusterSnapshot,
@@ -356,17 +380,19 @@ def build_frames(
     if past is None and history_root is not None:
         past = parquet_reader(spark, history_root, snapshot.cluster)
 
-    def window(table: str, span: timedelta, sample: DataFrame) -> DataFrame:
-        if past is None:
-            return sample
-        return past(table, now - span, now).unionByName(sample)
+    bounds = window_bounds(thresholds, now)
 
-    recent = timedelta(minutes=thresholds.window_minutes)
+    def window(name: str) -> DataFrame:
+        table, since, until = bounds[name]
+        sample = current[table]
+        return sample if past is None else past(table, since, until).unionByName(sample)
+
+    recent, _ = transition_bounds(thresholds, now)
     if transitions is not None:
-        partition_transitions = transitions(now - recent, now + timedelta(microseconds=1))
+        partition_transitions = transitions(*transition_bounds(thresholds, now))
     elif past is not None:
         partition_transitions = transitions_of(
-            _partition_changes(past, now - recent, now, current["partition_state"])
+            _partition_changes(past, recent, now, current["partition_state"])
         )
     else:
         partition_transitions = empty_frame(spark, TRANSITIONS_SCHEMA)
@@ -383,14 +409,10 @@ def build_frames(
         quorum=snap["quorum"],
         quorum_voters=snap["quorum_voters"],
         partition_transitions=partition_transitions,
-        broker_samples=window(
-            "broker_samples", timedelta(hours=thresholds.disk_growth_window_hours), current["broker_samples"]
-        ),
-        group_samples=window("group_samples", recent, current["group_samples"]),
-        group_offset_samples=window("group_offset_samples", recent, current["group_offset_samples"]),
-        group_activity=window(
-            "group_samples", timedelta(hours=thresholds.offsets_retention_hours), current["group_samples"]
-        ),
+        broker_samples=window("broker_samples"),
+        group_samples=window("group_samples"),
+        group_offset_samples=window("group_offset_samples"),
+        group_activity=window("group_activity"),
         topic_count=int(pc.count_distinct(arrow["partitions"]["topic"]).as_py()),
         partition_count=arrow["partitions"].num_rows,
         group_count=arrow["groups"].num_rows,

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from py4j.java_gateway import JavaClass
 from pyspark.sql import DataFrame, SparkSession
@@ -50,11 +50,21 @@ from kafka_health_spark.findings import (
     sort_findings,
     worst_first,
 )
-from kafka_health_spark.frames import ROWS_PER_PARTITION, Frames
+from kafka_health_spark.frames import (
+    ROWS_PER_PARTITION,
+    SAMPLE_WINDOWS,
+    Frames,
+    current_samples,
+    transition_bounds,
+    window_bounds,
+)
 from kafka_health_spark.runner import CONCURRENT_CHECKS
 from kafka_health_spark.session import is_connect
 from kafka_health_spark.summary import summary_from, summary_rows
 from kafka_health_spark.thresholds import Thresholds
+
+if TYPE_CHECKING:
+    from kafka_health_spark.slot_windows import SlotWindows
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 SLOT_SOURCE = "io.kafkahealth.spark.SlotSource"
@@ -62,8 +72,9 @@ PARAM_FUNCTION = "kafka_health_param"
 ONE_PARTITION = 2**31 - 1  # rows per partition of a slot read in one partition
 # The largest cluster whose plans run in one partition, without jobs (`ReusedPlans`).
 ONE_PARTITION_MAX_PARTITIONS = 100_000  # measured faster at 10k and 100k (docs/diagnostics.md)
-# The frames every check reads, each a slot filled every cycle.
-INPUTS = (
+# The frames every check reads, each a slot filled every cycle: the snapshot's parts, then the
+# history windows (filled from `SlotWindows` without a job when the policy keeps them there).
+SNAPSHOT_INPUTS = (
     "brokers",
     "partitions",
     "topic_configs",
@@ -73,12 +84,10 @@ INPUTS = (
     "log_dirs",
     "quorum",
     "quorum_voters",
-    "partition_transitions",
-    "broker_samples",
-    "group_samples",
-    "group_offset_samples",
-    "group_activity",
 )
+INPUTS = (*SNAPSHOT_INPUTS, "partition_transitions", *SAMPLE_WINDOWS)
+# The history tables whose window ends with the snapshot's own sample (`frames.current_samples`).
+SAMPLED = ("broker_samples", "group_samples", "group_offset_samples")
 
 
 def available(spark: SparkSession) -> bool:
@@ -112,6 +121,7 @@ class _Shape:
     thresholds: Thresholds
     small_cluster: bool
     one_partition: bool
+    windows_in_slots: bool  # the windows come from `SlotWindows`, the current samples from plans
     checks: tuple[str, ...]
 
 
@@ -136,6 +146,7 @@ class ReusedPlans:
         self._checks: list[_CheckPlans] = []
         self._summary: Any = None
         self._materialized: list[tuple[str, Any]] = []  # (slot, planned plan), in build order
+        self._samples: list[tuple[str, Any]] = []  # (slot, planned plan) of the current samples
         self._lock = threading.Lock()
         self._summary_lock = threading.Lock()
         # Whether the plans built run in one partition, with no shuffle and no job (`_Shape`):
@@ -152,9 +163,12 @@ class ReusedPlans:
         *,
         with_summary: bool = True,
         checks: Sequence[Check] | None = None,
+        windows: SlotWindows | None = None,
     ) -> tuple[list[Finding], DiagnosisSummary | None]:
         """The findings (each check capped, worst first) and summary of the cycle whose frames are
-        `fresh` (built by `build_frames` as for a diagnosis without reuse)."""
+        `fresh` (built by `build_frames` as for a diagnosis without reuse). With `windows` (the
+        policy's, prepared for `thresholds`), the history windows are read from them and
+        `fresh`'s windows are not read (only their schemas)."""
         selected = list(checks) if checks is not None else all_checks()
         one_partition = (
             fresh.partition_count <= ONE_PARTITION_MAX_PARTITIONS
@@ -162,12 +176,17 @@ class ReusedPlans:
             else self.one_partition
         )
         shape = _Shape(
-            fresh.cluster, thresholds, fresh.small_cluster, one_partition, tuple(c.__name__ for c in selected)
+            fresh.cluster,
+            thresholds,
+            fresh.small_cluster,
+            one_partition,
+            windows is not None,
+            tuple(c.__name__ for c in selected),
         )
         rebuilt = shape != self._shape
         if rebuilt:
             self._build(shape, fresh, selected)
-        self._fill_inputs(fresh)
+        self._fill_inputs(fresh, windows, thresholds)
         if not rebuilt:  # (a new build fills them as the checks build them)
             for slot, plan in list(self._materialized):
                 self._go_on()
@@ -186,7 +205,7 @@ class ReusedPlans:
         run without Spark jobs, so cancelling the cycle's jobs does not reach them), and whatever
         the cycle would run next raises before it starts. These plans are not run again."""
         self._interrupted = reason
-        prepared = [plan for _, plan in list(self._materialized)]
+        prepared = [plan for _, plan in list(self._materialized) + list(self._samples)]
         prepared += [p for c in list(self._checks) for p in (c.top, c.exact) if p is not None]
         prepared += [self._summary] if self._summary is not None else []
         for plan in prepared:
@@ -198,6 +217,7 @@ class ReusedPlans:
         self._shape = None
         self._checks = []
         self._materialized = []
+        self._samples = []
         self._summary = None
         self._frames = None
         with contextlib.suppress(Exception):  # the JVM is gone: so are the slots
@@ -207,18 +227,30 @@ class ReusedPlans:
     def _slot(self, name: str) -> str:
         return self.prefix + name
 
-    def _fill_inputs(self, fresh: Frames) -> None:
-        """Fill every input slot with the cycle's rows (the snapshot's parts cost no Spark job;
-        each history window is one), and set `now`."""
+    def _fill_inputs(self, fresh: Frames, windows: SlotWindows | None, thresholds: Thresholds) -> None:
+        """Fill every input slot with the cycle's rows, and set `now`. The snapshot's parts cost
+        no Spark job. Each history window is one when it is read from `fresh`; from `windows`
+        it is none: its slot gets the window's rows as kept, then the snapshot's own sample,
+        computed by a plan over the snapshot's slots (one partition: no job)."""
 
         def fill(name: str) -> None:
             self._go_on()
             self._jvm.Slots.fill(self._slot(name), getattr(fresh, name)._jdf)
 
         with ThreadPoolExecutor(max_workers=CONCURRENT_CHECKS, thread_name_prefix="slot") as pool:
-            list(pool.map(jobs.carry(self.spark, fill), INPUTS))
+            list(pool.map(jobs.carry(self.spark, fill), INPUTS if windows is None else SNAPSHOT_INPUTS))
         micros = (fresh.now - EPOCH) // timedelta(microseconds=1)
         self._jvm.Slots.setParam(self._slot("now"), micros)
+        if windows is None:
+            return
+        for slot, plan in self._samples:
+            self._go_on()
+            self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
+        for name, (table, since, until) in window_bounds(thresholds, fresh.now).items():
+            windows.fill(self._slot(name), table, since, until, self._slot(f"current/{table}"))
+        windows.fill_transitions(
+            self._slot("partition_transitions"), *transition_bounds(thresholds, fresh.now)
+        )
 
     def _read(self, name: str, frame: DataFrame) -> DataFrame:
         """A slot as a frame."""
@@ -261,6 +293,9 @@ class ReusedPlans:
             now_param=now,
             materialize_with=self._materialize,
         )
+        if shape.windows_in_slots:
+            samples = current_samples(slot, now)
+            self._samples = [(self._slot(f"current/{t}"), self._prepare(samples[t])) for t in SAMPLED]
         self._checks = [_CheckPlans(check) for check in selected]
         self._shape = shape
         self.builds += 1

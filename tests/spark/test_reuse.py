@@ -1,9 +1,10 @@
 """A policy's plans built once and run again each cycle find what plans built every cycle find.
 
 Random cycles of a small cluster (leaders and ISRs change, groups come and go, brokers die and
-come back), diagnosed both ways over the same kept windows: every cycle the findings and the
-summary must be equal. The thresholds change half-way (the plans are built again); maintenance
-makes the windows read Parquet again in between.
+come back), diagnosed both ways: reused plans over the policy's kept windows (as the operator
+runs them: rows in the JVM, `SlotWindows`), and plans built afresh over the history read from
+Parquet. Every cycle the findings and the summary must be equal. The thresholds change half-way
+(the plans are built again); maintenance makes the windows read Parquet again in between.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pyspark.sql import functions as F
 from kafka_health.diagnose.run import run_diagnosis
 from kafka_health.history.store import HistoryStore
 from kafka_health_spark import reuse
+from kafka_health_spark.slot_windows import SlotWindows
 from kafka_health_spark.windows import HistoryWindows
 
 from .test_windows import CLUSTER, OTHER, SMALL, START, _snapshot
@@ -31,15 +33,20 @@ def test_the_session_can_reuse_plans(spark: SparkSession) -> None:
     assert reuse.available(spark)
 
 
-@pytest.mark.parametrize("one_partition", [True, False], ids=["one-partition", "partitioned"])
+@pytest.mark.parametrize(
+    ("one_partition", "in_slots"),
+    [(True, True), (False, True), (True, False)],
+    ids=["one-partition", "partitioned", "windows-as-frames"],
+)
 def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
-    spark: SparkSession, tmp_path: Path, one_partition: bool
+    spark: SparkSession, tmp_path: Path, one_partition: bool, in_slots: bool
 ) -> None:
     """In one partition (a small cluster's plans: no shuffle, run without jobs) and partitioned
-    (a large cluster's: shuffles, run as jobs), alike."""
+    (a large cluster's: shuffles, run as jobs), alike; and with the windows kept as Spark frames
+    (`HistoryWindows`, the slots filled from them by Spark jobs)."""
     rng = random.Random(20261125)
     store = HistoryStore(tmp_path)
-    windows = HistoryWindows(spark, str(tmp_path), CLUSTER)
+    windows = (SlotWindows if in_slots else HistoryWindows)(spark, str(tmp_path), CLUSTER)
     plans = reuse.ReusedPlans(spark, one_partition=one_partition)
     offsets: dict[tuple[str, int], int] = {}
     now = START
@@ -47,18 +54,24 @@ def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
     cycles = 10
     checked = 0
     kept_plans = None
+    tracker = spark.sparkContext.statusTracker()
+    warm_jobs: list[int] = []
     try:
         for cycle in range(cycles):
             now += timedelta(seconds=rng.choice([30, 60, 240]))
             snap = _snapshot(rng, now, offsets)
-            windows.record(store.append(snap).tables, now)
+            written = store.append(snap)
+            jobs_before = max(tracker.getJobIdsForGroup(None) or [0])
+            windows.record(written.tables, now)
             if cycle == 4:  # the worker's maintenance: the windows read Parquet again
                 store.compact(CLUSTER)
                 windows.invalidate()
             if cycle == cycles // 2:
                 thresholds = OTHER
             reused = run_diagnosis(snap, tmp_path, thresholds, spark, windows=windows, plans=plans)
-            fresh = run_diagnosis(snap, tmp_path, thresholds, spark, windows=windows)
+            if cycle in (2, 3, 7, 8):  # (warm: neither a new build nor a Parquet read)
+                warm_jobs.append(max(tracker.getJobIdsForGroup(None) or [0]) - jobs_before)
+            fresh = run_diagnosis(snap, tmp_path, thresholds, spark)  # (from Parquet)
             assert reused.findings == fresh.findings, f"cycle {cycle} at {now}"
             assert reused.summary == fresh.summary, f"cycle {cycle} at {now}"
             checked += len(fresh.findings)
@@ -67,7 +80,7 @@ def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
             if cycle == 3:
                 assert [p.top for p in plans._checks] == kept_plans, "the planned plans are the same objects"
                 prepared = [p for c in plans._checks for p in (c.top, c.exact) if p is not None]
-                prepared += [plans._summary] + [p for _, p in plans._materialized]
+                prepared += [plans._summary] + [p for _, p in plans._materialized + plans._samples]
                 rerun = {bool(p.reused()) for p in prepared}
                 assert rerun == {one_partition}, "in one partition every plan runs as its prepared RDD"
         plans.interrupt("past its deadline")  # (what a cycle past its deadline does)
@@ -76,9 +89,13 @@ def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
     finally:
         plans.close()
     assert checked > cycles, "the random cluster had findings to compare"
+    if one_partition and in_slots:
+        assert warm_jobs == [0, 0, 0, 0], "a warm cycle (windows recorded, checks run) runs no Spark job"
+    else:
+        assert all(warm_jobs), f"Spark jobs per warm cycle: {warm_jobs}"
     assert plans.builds == 2, "built once, and again when the thresholds changed"
     held = spark._jvm.io.kafkahealth.spark.Slots.rows(plans._slot("partitions"))  # type: ignore[union-attr]
-    assert len(held) == 0, "close() freed the policy's slots"
+    assert held.count() == 0, "close() freed the policy's slots"
 
 
 def test_a_plan_run_without_a_job_stops_when_interrupted(spark: SparkSession) -> None:

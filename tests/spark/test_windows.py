@@ -1,4 +1,5 @@
-"""History windows kept in memory between cycles equal the windows read back from Parquet.
+"""History windows kept in memory between cycles equal the windows read back from Parquet, kept
+as Spark frames (`HistoryWindows`) or as rows in the driver JVM (`SlotWindows`).
 
 A property test over many random cycles: partitions change leader and ISR, groups come, go
 and change members, brokers die and come back, cycles are irregular (some cross midnight, so
@@ -32,6 +33,7 @@ from kafka_health.models.snapshot import (
     PartitionOffsets,
 )
 from kafka_health_spark.frames import PRIOR_STATE_LOOKBACK, read_history, spans, transitions_of
+from kafka_health_spark.slot_windows import SlotWindows
 from kafka_health_spark.thresholds import Thresholds
 from kafka_health_spark.windows import WINDOW_TABLES, HistoryWindows
 
@@ -95,7 +97,7 @@ def _rows(df: DataFrame) -> list[tuple[object, ...]]:
 
 
 def _assert_windows_equal(
-    spark: SparkSession, root: str, windows: HistoryWindows, t: Thresholds, now: datetime
+    spark: SparkSession, root: str, windows: HistoryWindows | SlotWindows, t: Thresholds, now: datetime
 ) -> int:
     """Compare every kept window with Parquet; return how many partition transitions it held."""
     reads = {table: (now - span, now) for table, span in spans(t).items() if table in WINDOW_TABLES}
@@ -116,17 +118,23 @@ def _assert_windows_equal(
     return len(kept)
 
 
+@pytest.mark.parametrize("in_slots", [False, True], ids=["frames", "slots"])
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_windows_kept_in_memory_equal_windows_read_from_parquet(
-    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, seed: int
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, in_slots: bool, seed: int
 ) -> None:
     rng = random.Random(seed)
     root = tmp_path_factory.mktemp("windows")
     store = HistoryStore(root)
     # Folded every 3 cycles: between maintenance reloads (every 6) the windows are folded and
-    # read both right after a fold and with cycles kept beside the base.
-    windows = HistoryWindows(spark, str(root), CLUSTER, fold_every=3)
+    # read both right after a fold and with cycles kept beside the base. (Rows in the JVM are
+    # kept one chunk per sample time: nothing to fold.)
+    windows: HistoryWindows | SlotWindows = (
+        SlotWindows(spark, str(root), CLUSTER)
+        if in_slots
+        else HistoryWindows(spark, str(root), CLUSTER, fold_every=3)
+    )
     offsets: dict[tuple[str, int], int] = {}
     now = START
     t = SMALL
@@ -146,13 +154,18 @@ def test_windows_kept_in_memory_equal_windows_read_from_parquet(
         windows.prepare(t, now)
         if cycle % 2 or cycle % 6 == 5 or cycle == cycles // 2:
             transitions += _assert_windows_equal(spark, str(root), windows, t, now)
+            if isinstance(windows, SlotWindows):  # what fell out of the spans was dropped, no more
+                loaded = SlotWindows(spark, str(root), CLUSTER)
+                loaded.prepare(t, now)
+                assert windows.held_rows() == loaded.held_rows(), f"rows held after the cycle at {now}"
+                loaded.close()
         if cycle in (4, cycles - 1):
             from_memory = run_diagnosis(snap, root, t, spark, with_summary=False, windows=windows)
             from_parquet = run_diagnosis(snap, root, t, spark, with_summary=False)
             assert from_memory.findings == from_parquet.findings
             assert from_memory.findings, "the random cluster has findings to compare"
     assert windows.loads >= 3, "maintenance and the new thresholds made the windows read Parquet again"
-    assert windows.folds > 0, "cycles were folded into the windows' bases"
+    assert isinstance(windows, SlotWindows) or windows.folds > 0, "cycles were folded into the windows' bases"
     assert transitions, "the random cluster's partitions changed: there were transitions to compare"
 
 

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
     from kafka_health.controller.roll_driver import RollDriver
     from kafka_health_spark.reuse import ReusedPlans
+    from kafka_health_spark.slot_windows import SlotWindows
     from kafka_health_spark.windows import HistoryWindows
 
 log = logging.getLogger(__name__)
@@ -100,8 +101,9 @@ class PolicyWorker:
     last_diagnosis: Diagnosis | None = None
     busy: bool = False  # a cycle abandoned mid-way still runs in its thread
     roll: RollDriver | None = None
-    windows: HistoryWindows | None = None
-    """The history windows kept in Spark between cycles (read from Parquet once)."""
+    windows: HistoryWindows | SlotWindows | None = None
+    """The history windows kept between cycles (read from Parquet once): as rows in the driver
+    JVM beside the policy's reused plans, else as Spark frames."""
     plans: ReusedPlans | None = None
     """The policy's check plans, built once and run each cycle (`kafka_health_spark.reuse`)."""
     status_lock: threading.RLock = field(default_factory=threading.RLock)
@@ -243,8 +245,8 @@ class PolicyWorker:
         store = HistoryStore(rt.settings.history_dir)
         written = store.append(snapshot)
         spark = rt.spark()
-        windows = self._windows_for(spark)
         plans = self._plans_for(spark)
+        windows = self._windows_for(spark, in_slots=plans is not None)
         tag = f"kafka-health-{uuid.uuid4().hex}"
 
         def diagnose() -> Diagnosis:
@@ -281,13 +283,18 @@ class PolicyWorker:
         if plans is not None:
             plans.interrupt("the diagnosis ran past its deadline")
 
-    def _windows_for(self, spark: SparkSession) -> HistoryWindows:
+    def _windows_for(self, spark: SparkSession, *, in_slots: bool) -> HistoryWindows | SlotWindows:
         """The policy's kept windows, new when there are none or the session is a new one (the
-        last driver JVM exited, and its frames with it)."""
-        if self.windows is None or self.windows.spark is not spark:
-            from kafka_health_spark.windows import HistoryWindows
+        last driver JVM exited, and its rows with it): rows in the JVM that the reused plans
+        read (`in_slots`), else Spark frames."""
+        from kafka_health_spark.slot_windows import SlotWindows
+        from kafka_health_spark.windows import HistoryWindows
 
-            self.windows = HistoryWindows(spark, str(self.runtime.settings.history_dir), self.cluster_name)
+        kind = SlotWindows if in_slots else HistoryWindows
+        if self.windows is None or self.windows.spark is not spark or type(self.windows) is not kind:
+            if self.windows is not None and self.windows.spark is spark:
+                self.windows.invalidate()  # (a JVM that exited took the rows with it)
+            self.windows = kind(spark, str(self.runtime.settings.history_dir), self.cluster_name)
         return self.windows
 
     def _plans_for(self, spark: SparkSession) -> ReusedPlans | None:
@@ -299,7 +306,7 @@ class PolicyWorker:
             self.plans = reuse.ReusedPlans(spark) if reuse.available(spark) else None
         return self.plans
 
-    def _timed_out(self, exc: DeadlineExceeded, windows: HistoryWindows) -> CycleOutcome:
+    def _timed_out(self, exc: DeadlineExceeded, windows: HistoryWindows | SlotWindows) -> CycleOutcome:
         """A diagnosis past its deadline: its windows may be half-recorded, so they go (read from
         the history store again next cycle); a driver that did not stop fails the liveness probe."""
         self.windows = None

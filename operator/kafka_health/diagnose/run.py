@@ -21,6 +21,7 @@ from kafka_health_spark import jobs
 from kafka_health_spark.findings import sort_findings
 from kafka_health_spark.frames import build_frames
 from kafka_health_spark.runner import run_checks
+from kafka_health_spark.slot_windows import SlotWindows
 from kafka_health_spark.summary import summarize
 from kafka_health_spark.thresholds import Thresholds
 
@@ -36,7 +37,7 @@ def run_diagnosis(
     spark: SparkSession,
     *,
     with_summary: bool = True,
-    windows: HistoryWindows | None = None,
+    windows: HistoryWindows | SlotWindows | None = None,
     plans: ReusedPlans | None = None,
 ) -> Diagnosis:
     """Every check over `snapshot` (and the history under `history_root`, if any), plus a finding
@@ -45,20 +46,25 @@ def run_diagnosis(
 
     `windows` (the operator's, per policy) serves the history windows from memory; they are
     read from `history_root` only when they hold nothing yet. `plans` (the operator's, per
-    policy, where `reuse.available`) runs the checks and the summary through plans built once."""
+    policy, where `reuse.available`) runs the checks and the summary through plans built once,
+    and fills their history windows straight from `windows` when those are `SlotWindows`."""
     started = time.monotonic()
     t = thresholds or Thresholds()
     findings = missing_findings(snapshot.missing, brokers_all_alive=all(b.alive for b in snapshot.brokers))
     summary = None
     if snapshot.reachable:
         root = str(history_root) if history_root is not None else None
-        past, transitions = None, None
+        past, transitions, in_slots = None, None, None
         if windows is not None:
             windows.prepare(t, snapshot.taken_at)
-            past, transitions = windows.past, windows.transitions
+            if plans is not None and isinstance(windows, SlotWindows):
+                in_slots = windows  # (the plans read them: the frames need only the snapshot)
+                root = None
+            else:
+                past, transitions = windows.past, windows.transitions
         frames = build_frames(spark, snapshot, root, t, past=past, transitions=transitions)
         if plans is not None:
-            reused, summary = plans.diagnose(frames, t, with_summary=with_summary)
+            reused, summary = plans.diagnose(frames, t, with_summary=with_summary, windows=in_slots)
             findings += reused
         else:
             # The summary's few jobs run beside the checks' (Spark schedules concurrent jobs).

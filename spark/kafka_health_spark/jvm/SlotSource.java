@@ -110,7 +110,7 @@ public final class SlotSource implements TableProvider {
     /** Called each time a copy of a planned plan runs: the slot's rows of now. */
     @Override
     public InputPartition[] planInputPartitions() {
-      int rows = Slots.rows(slot).length;
+      int rows = Slots.rows(slot).count();
       int n = Math.max(1, (rows + rowsPerPartition - 1) / rowsPerPartition);
       InputPartition[] parts = new InputPartition[n];
       for (int i = 0; i < n; i++) {
@@ -133,33 +133,48 @@ public final class SlotSource implements TableProvider {
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
       SlotPartition p = (SlotPartition) partition;
-      InternalRow[] rows = Slots.rows(p.slot());
-      long from = (long) rows.length * p.index() / p.count();
-      long to = (long) rows.length * (p.index() + 1) / p.count();
-      return new SlotReader(rows, (int) from, (int) to);
+      Slots.Held held = Slots.rows(p.slot());
+      long from = (long) held.count() * p.index() / p.count();
+      long to = (long) held.count() * (p.index() + 1) / p.count();
+      return new SlotReader(held.chunks(), (int) from, (int) to);
     }
   }
 
+  /** Rows {@code from} (inclusive) to {@code to} (exclusive) of the chunks read one after another. */
   static final class SlotReader implements PartitionReader<InternalRow> {
-    private final InternalRow[] rows;
-    private int next;
-    private final int end;
+    private final InternalRow[][] chunks;
+    private int chunk;
+    private int next; // within chunks[chunk]
+    private int left;
 
-    SlotReader(InternalRow[] rows, int from, int to) {
-      this.rows = rows;
-      this.next = from - 1;
-      this.end = to;
+    SlotReader(InternalRow[][] chunks, int from, int to) {
+      this.chunks = chunks;
+      this.left = to - from;
+      int skip = from;
+      while (chunk < chunks.length && skip >= chunks[chunk].length) {
+        skip -= chunks[chunk].length;
+        chunk++;
+      }
+      this.next = skip - 1;
     }
 
     @Override
     public boolean next() {
+      if (left <= 0) {
+        return false;
+      }
       next++;
-      return next < end;
+      while (next >= chunks[chunk].length) { // (left > 0: a later chunk holds the row)
+        chunk++;
+        next = 0;
+      }
+      left--;
+      return true;
     }
 
     @Override
     public InternalRow get() {
-      return rows[next];
+      return chunks[chunk][next];
     }
 
     @Override

@@ -1,10 +1,13 @@
 package io.kafkahealth.spark;
 
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.execution.CoalesceExec;
+import org.apache.spark.sql.execution.SparkPlan;
 
 /**
  * Rows and values kept in the driver JVM under a name, read when a plan runs.
@@ -16,8 +19,7 @@ import org.apache.spark.sql.classic.SparkSession;
  * local master) and nowhere else.
  */
 public final class Slots {
-  private static final InternalRow[] NONE = new InternalRow[0];
-  private static final ConcurrentHashMap<String, InternalRow[]> ROWS = new ConcurrentHashMap<>();
+  private static final ConcurrentHashMap<String, Held> ROWS = new ConcurrentHashMap<>();
   private static final ConcurrentHashMap<String, Long> PARAMS = new ConcurrentHashMap<>();
 
   private Slots() {}
@@ -25,21 +27,42 @@ public final class Slots {
   /** Run {@code rows}'s plan and keep its rows under {@code slot}; returns how many. A plan over
    * a local relation (a frame built from Arrow) is collected without a Spark job. */
   public static int fill(String slot, Dataset<?> rows) {
-    InternalRow[] collected = rows.queryExecution().executedPlan().executeCollect();
-    ROWS.put(slot, collected);
+    InternalRow[] collected = collect(rows);
+    ROWS.put(slot, Held.of(collected));
     return collected.length;
+  }
+
+  /**
+   * The rows of {@code rows}'s plan. A coalesce on top changes only how rows are split into
+   * partitions, not which rows: it is skipped, so a local relation coalesced to fewer partitions
+   * (as frames built from Arrow are) is still collected in the driver without a Spark job.
+   */
+  static InternalRow[] collect(Dataset<?> rows) {
+    SparkPlan plan = rows.queryExecution().executedPlan();
+    while (plan instanceof CoalesceExec coalesce) {
+      plan = coalesce.child();
+    }
+    return plan.executeCollect();
   }
 
   /** Run {@code plan} and keep its rows under {@code slot}; returns how many. */
   public static int fillFrom(SparkSession session, String slot, PreparedPlan plan) {
     InternalRow[] collected = plan.collect(session);
-    ROWS.put(slot, collected);
+    ROWS.put(slot, Held.of(collected));
     return collected.length;
   }
 
+  /** Keep {@code chunks} under {@code slot}, as they are (rows shared, not copied); returns how
+   * many rows. {@link HistoryRows} fills a window's slot this way. */
+  static int put(String slot, List<InternalRow[]> chunks) {
+    Held held = new Held(chunks.toArray(new InternalRow[0][]));
+    ROWS.put(slot, held);
+    return held.count();
+  }
+
   /** The rows under {@code slot} (none when nothing was filled). */
-  public static InternalRow[] rows(String slot) {
-    return ROWS.getOrDefault(slot, NONE);
+  public static Held rows(String slot) {
+    return ROWS.getOrDefault(slot, Held.NONE);
   }
 
   public static void setParam(String name, long value) {
@@ -64,9 +87,42 @@ public final class Slots {
   /** How many rows all slots hold (the tests and the bench read it). */
   public static long heldRows() {
     long n = 0;
-    for (InternalRow[] r : ROWS.values()) {
-      n += r.length;
+    for (Held held : ROWS.values()) {
+      n += held.count();
     }
     return n;
+  }
+
+  /** A slot's rows: chunks read one after another (a window is one chunk per sample time). */
+  public record Held(InternalRow[][] chunks, int count) {
+    static final Held NONE = of(new InternalRow[0]);
+
+    Held(InternalRow[][] chunks) {
+      this(chunks, total(chunks));
+    }
+
+    static Held of(InternalRow[] rows) {
+      return new Held(new InternalRow[][] {rows}, rows.length);
+    }
+
+    private static int total(InternalRow[][] chunks) {
+      long n = 0;
+      for (InternalRow[] chunk : chunks) {
+        n += chunk.length;
+      }
+      return Math.toIntExact(n);
+    }
+
+    /** The row at {@code index} over all chunks (tests read it; readers walk the chunks). */
+    public InternalRow get(int index) {
+      int i = index;
+      for (InternalRow[] chunk : chunks) {
+        if (i < chunk.length) {
+          return chunk[i];
+        }
+        i -= chunk.length;
+      }
+      throw new IndexOutOfBoundsException(index);
+    }
   }
 }
