@@ -21,8 +21,10 @@ Operator mode does what a policy's worker does, cycle after cycle: a new snapsho
 grows), appended to the history store (after --history-minutes of history written the same
 way), then diagnosed with the summary, the driver at the operator's default memory (1g). Side by
 side in one run (by default): `spark` (this engine as the operator runs it: windows kept in
-memory, the policy's plans built once and reused, `kafka_health_spark.reuse`), `spark-rebuilt`
-(the same, its plans built every cycle) and `duckdb` (the reference, reading Parquet);
+memory as rows in the JVM, `slot_windows`, the policy's plans built once and reused,
+`kafka_health_spark.reuse`), `spark-rebuilt` (its plans built every cycle, its windows Spark
+frames, `windows`) and `duckdb` (the reference, reading Parquet); `spark-frame-windows` reuses
+plans over windows kept as Spark frames (each window copied into its slot by a Spark job);
 `spark-one-partition` and `spark-partitioned` reuse plans run in one partition or partitioned
 whatever the cluster's size (the operator chooses by size, `reuse.ONE_PARTITION_MAX_PARTITIONS`);
 `--engines spark-before` adds the engine before issue 10 (windows read from Parquet every
@@ -224,20 +226,20 @@ def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[st
     if engine.startswith("spark"):
         from kafka_health.diagnose import run_diagnosis
         from kafka_health_spark.session import get_session
+        from kafka_health_spark.slot_windows import SlotWindows
         from kafka_health_spark.windows import HistoryWindows
 
         before = engine == "spark-before"
         spark = get_session(
             master="local[2]", driver_memory=args.driver_memory_operator, conf=BEFORE_CONF if before else None
         )
-        windows = None if before else HistoryWindows(spark, str(root), synthetic.CLUSTER)
         # `spark` reuses the policy's plans as the operator does; `spark-rebuilt` builds them every cycle.
         from kafka_health_spark import reuse
 
         # `spark-one-partition` / `spark-partitioned`: plans reused, run in one partition (without
         # jobs) or partitioned (as jobs) whatever the cluster's size (`ReusedPlans.one_partition`).
         one_partition = {"spark-one-partition": True, "spark-partitioned": False}.get(engine)
-        reusing = engine in ("spark", "spark-one-partition", "spark-partitioned")
+        reusing = engine in ("spark", "spark-one-partition", "spark-partitioned", "spark-frame-windows")
         plans = (
             reuse.ReusedPlans(spark, one_partition=one_partition)
             if reusing and reuse.available(spark)
@@ -245,6 +247,16 @@ def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[st
         )
         if reusing and plans is None:
             raise SystemExit("spark: this session cannot reuse plans (no plan jar?); see hack/setup.sh")
+        # Kept windows as the operator keeps them (`cycle._windows_for`): rows in the JVM beside
+        # reused plans, Spark frames otherwise (and for `spark-frame-windows`: plans reused, the
+        # windows Spark frames, as before 2026-11-26); none before (the history read every cycle).
+        windows = (
+            None
+            if before
+            else (SlotWindows if plans is not None and engine != "spark-frame-windows" else HistoryWindows)(
+                spark, str(root), synthetic.CLUSTER
+            )
+        )
         work: SparkWork | None = SparkWork(spark)
 
         def diagnose(snap: Any, written: Any) -> dict[str, int]:

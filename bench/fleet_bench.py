@@ -40,6 +40,7 @@ def worker(n: int, args: argparse.Namespace) -> dict[str, Any]:
     from kafka_health.diagnose import run_diagnosis
     from kafka_health_spark import reuse
     from kafka_health_spark.session import get_session
+    from kafka_health_spark.slot_windows import SlotWindows
     from kafka_health_spark.thresholds import Thresholds
     from kafka_health_spark.windows import HistoryWindows
 
@@ -54,9 +55,13 @@ def worker(n: int, args: argparse.Namespace) -> dict[str, Any]:
     base = PeakRss.now()
     peak = PeakRss()
     spark = get_session(master="local[2]", driver_memory=args.driver_memory)
-    windows = [HistoryWindows(spark, str(root), synthetic.CLUSTER) for _, root, _, _, _ in stores]
-    # Each policy's plans built once and reused, as the operator's workers do (`cycle._plans_for`).
+    # Each policy's plans built once and reused, and its windows kept, as the operator's workers
+    # do (`cycle._plans_for`, `cycle._windows_for`).
     plans = [reuse.ReusedPlans(spark) if reuse.available(spark) else None for _ in stores]
+    windows = [
+        (SlotWindows if p is not None else HistoryWindows)(spark, str(root), synthetic.CLUSTER)
+        for p, (_, root, _, _, _) in zip(plans, stores, strict=True)
+    ]
     cycles: list[list[dict[str, Any]]] = [[] for _ in range(n)]
     counts: list[dict[str, int]] = [{} for _ in range(n)]
     warm_started = threading.Barrier(n + 1)  # every policy's cold cycle done: the warm clock starts
