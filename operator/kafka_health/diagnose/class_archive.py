@@ -119,11 +119,15 @@ def train(spark: SparkSession, history: Path) -> None:
     """Diagnose the training cluster as the CLI does, then as the operator does."""
     from kafka_health.diagnose.run import run_diagnosis
     from kafka_health.history.store import HistoryStore
+    from kafka_health_spark import reuse
     from kafka_health_spark.session import SHORT_LIVED_CONF
+    from kafka_health_spark.slot_windows import SlotWindows
     from kafka_health_spark.windows import HistoryWindows
 
     store = HistoryStore(history)
-    windows = HistoryWindows(spark, str(history), CLUSTER)
+    # As the operator's workers keep them (`cycle._plans_for`, `cycle._windows_for`).
+    plans = reuse.ReusedPlans(spark) if reuse.available(spark) else None
+    windows = (SlotWindows if plans is not None else HistoryWindows)(spark, str(history), CLUSTER)
     for k in range(SAMPLES):
         snapshot = training_snapshot(k)
         written = store.append(snapshot)
@@ -135,7 +139,9 @@ def train(spark: SparkSession, history: Path) -> None:
             for key in SHORT_LIVED_CONF:
                 spark.conf.unset(key)
             windows.record(written.tables, snapshot.taken_at)
-            run_diagnosis(snapshot, history, None, spark, windows=windows)
+            run_diagnosis(snapshot, history, None, spark, windows=windows, plans=plans)
+    if plans is not None:
+        plans.close()
 
 
 def build(target: Path) -> None:
