@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from kafka_health.diagnose.run import run_diagnosis
 from kafka_health.history.store import HistoryStore
-from kafka_health_spark import reuse
+from kafka_health_spark import frames, reuse
 from kafka_health_spark.slot_windows import SlotWindows
 from kafka_health_spark.windows import HistoryWindows
 
@@ -34,16 +34,24 @@ def test_the_session_can_reuse_plans(spark: SparkSession) -> None:
 
 
 @pytest.mark.parametrize(
-    ("one_partition", "in_slots"),
-    [(True, True), (False, True), (True, False)],
-    ids=["one-partition", "partitioned", "windows-as-frames"],
+    ("one_partition", "in_slots", "large"),
+    [(True, True, False), (True, True, True), (False, True, False), (True, False, False)],
+    ids=["one-partition", "one-partition-large", "partitioned", "windows-as-frames"],
 )
 def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
-    spark: SparkSession, tmp_path: Path, one_partition: bool, in_slots: bool
+    spark: SparkSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    one_partition: bool,
+    in_slots: bool,
+    large: bool,
 ) -> None:
-    """In one partition (a small cluster's plans: no shuffle, run without jobs) and partitioned
-    (a large cluster's: shuffles, run as jobs), alike; and with the windows kept as Spark frames
-    (`HistoryWindows`, the slots filled from them by Spark jobs)."""
+    """In one partition (plans with no shuffle, run without jobs) and partitioned (shuffles, run
+    as jobs), alike; in one partition with the cluster taken as large (`Frames.small_cluster`
+    false: small sides hinted to broadcast, checks capped by their exact rows, not a top k); and
+    with the windows kept as Spark frames (`HistoryWindows`, the slots filled from them by jobs)."""
+    if large:
+        monkeypatch.setattr(frames, "SMALL_CLUSTER_PARTITIONS", 0)
     rng = random.Random(20261125)
     store = HistoryStore(tmp_path)
     windows = (SlotWindows if in_slots else HistoryWindows)(spark, str(tmp_path), CLUSTER)

@@ -10,8 +10,10 @@ import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.catalyst.plans.InnerLike;
 import org.apache.spark.sql.execution.CoalesceExec;
 import org.apache.spark.sql.execution.QueryExecution$;
+import org.apache.spark.sql.execution.joins.BroadcastHashJoinExec;
 import org.apache.spark.sql.execution.joins.BroadcastNestedLoopJoinExec;
 import org.apache.spark.sql.execution.joins.CartesianProductExec;
+import org.apache.spark.sql.execution.joins.ShuffledHashJoinExec;
 import org.apache.spark.sql.execution.CollectLimitExec;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.TakeOrderedAndProjectExec;
@@ -45,9 +47,8 @@ public final class Plans {
   }
 
   /**
-   * {@link #plan}, or when {@code single}: planned, its inner nested loop joins made cartesian
-   * products (they would broadcast a side, a job of its own), prepared for execution, then
-   * {@link #inOnePartition}.
+   * {@link #plan}, or when {@code single}: planned, its broadcasts taken out (a broadcast is a job
+   * of its own, {@link #withoutBroadcasts}), prepared for execution, then {@link #inOnePartition}.
    */
   public static SparkPlan plan(Dataset<?> frame, boolean single) {
     if (!single) {
@@ -61,10 +62,27 @@ public final class Plans {
     return inOnePartition(prepared);
   }
 
+  /**
+   * {@code plan} with its inner nested loop joins made cartesian products, and its broadcast hash
+   * joins (a large cluster's frames hint their small sides to broadcast) made shuffled hash joins
+   * with the same build side: in one partition, where the shuffles become coalesces, the same
+   * hash join without a job to broadcast its build side.
+   */
   static SparkPlan withoutBroadcasts(SparkPlan plan) {
     List<SparkPlan> children = mapChildren(plan, Plans::withoutBroadcasts);
     if (plan instanceof BroadcastNestedLoopJoinExec join && join.joinType() instanceof InnerLike) {
       return new CartesianProductExec(children.get(0), children.get(1), join.condition());
+    }
+    if (plan instanceof BroadcastHashJoinExec join && !join.isNullAwareAntiJoin()) {
+      return new ShuffledHashJoinExec(
+          join.leftKeys(),
+          join.rightKeys(),
+          join.joinType(),
+          join.buildSide(),
+          join.condition(),
+          children.get(0),
+          children.get(1),
+          false);
     }
     return withChildren(plan, children);
   }
