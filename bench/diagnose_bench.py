@@ -23,8 +23,7 @@ way), then diagnosed with the summary, the driver at the operator's default memo
 side in one run (by default): `spark` (this engine as the operator runs it: windows kept in
 memory as rows in the JVM, `slot_windows`, the policy's plans built once and reused,
 `kafka_health_spark.reuse`), `spark-rebuilt` (its plans built every cycle, its windows Spark
-frames, `windows`) and `duckdb` (the reference, reading Parquet); `spark-frame-windows` reuses
-plans over windows kept as Spark frames (each window copied into its slot by a Spark job);
+frames, `windows`) and `duckdb` (the reference, reading Parquet);
 `spark-one-partition` and `spark-partitioned` reuse plans run in one partition or partitioned
 whatever the cluster's size (the operator chooses by size, `reuse.ONE_PARTITION_MAX_PARTITIONS`);
 `--engines spark-before` adds the engine before issue 10 (windows read from Parquet every
@@ -239,7 +238,7 @@ def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[st
         # `spark-one-partition` / `spark-partitioned`: plans reused, run in one partition (without
         # jobs) or partitioned (as jobs) whatever the cluster's size (`ReusedPlans.one_partition`).
         one_partition = {"spark-one-partition": True, "spark-partitioned": False}.get(engine)
-        reusing = engine in ("spark", "spark-one-partition", "spark-partitioned", "spark-frame-windows")
+        reusing = engine in ("spark", "spark-one-partition", "spark-partitioned")
         plans = (
             reuse.ReusedPlans(spark, one_partition=one_partition)
             if reusing and reuse.available(spark)
@@ -248,14 +247,11 @@ def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[st
         if reusing and plans is None:
             raise SystemExit("spark: this session cannot reuse plans (no plan jar?); see hack/setup.sh")
         # Kept windows as the operator keeps them (`cycle._windows_for`): rows in the JVM beside
-        # reused plans, Spark frames otherwise (and for `spark-frame-windows`: plans reused, the
-        # windows Spark frames, as before 2026-11-26); none before (the history read every cycle).
+        # reused plans, Spark frames otherwise; none before (the history read every cycle).
         windows = (
             None
             if before
-            else (SlotWindows if plans is not None and engine != "spark-frame-windows" else HistoryWindows)(
-                spark, str(root), synthetic.CLUSTER
-            )
+            else (SlotWindows if plans is not None else HistoryWindows)(spark, str(root), synthetic.CLUSTER)
         )
         work: SparkWork | None = SparkWork(spark)
 

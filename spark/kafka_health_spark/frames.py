@@ -77,6 +77,28 @@ ROWS_PER_PARTITION = 100_000
 SMALL_CLUSTER_PARTITIONS = 20_000
 
 
+def is_small_cluster(partition_count: int) -> bool:
+    """Whether a cluster of `partition_count` partitions is small (`SMALL_CLUSTER_PARTITIONS`)."""
+    return partition_count <= SMALL_CLUSTER_PARTITIONS
+
+
+@dataclass(frozen=True)
+class Totals:
+    """A snapshot's sizes, counted from its Arrow tables (no Spark job for the summary's totals)."""
+
+    topic_count: int
+    partition_count: int
+    group_count: int
+
+    @classmethod
+    def of(cls, arrow: Mapping[str, pa.Table]) -> Totals:
+        return cls(
+            topic_count=int(pc.count_distinct(arrow["partitions"]["topic"]).as_py()),
+            partition_count=arrow["partitions"].num_rows,
+            group_count=arrow["groups"].num_rows,
+        )
+
+
 def partitions_for(rows: int) -> int:
     """Spark partitions for `rows`: one per `ROWS_PER_PARTITION`, at least one."""
     return max(1, -(-rows // ROWS_PER_PARTITION))
@@ -196,7 +218,7 @@ class Frames:
 
     @property
     def small_cluster(self) -> bool:
-        return self.partition_count <= SMALL_CLUSTER_PARTITIONS
+        return is_small_cluster(self.partition_count)
 
     def small_side(self, df: DataFrame) -> DataFrame:
         """`df` as the small side of a join with the partitions: hinted to broadcast for a
@@ -375,6 +397,7 @@ def build_frames(
     history under `history_root`; with neither, the snapshot alone."""
     now = tables.utc(snapshot.taken_at)
     arrow = tables.snapshot_tables(snapshot)
+    totals = Totals.of(arrow)
     snap = {name: to_frame(spark, arrow[name], SNAPSHOT_SCHEMAS[name]) for name in arrow}
     current = current_samples(snap, now)
     if past is None and history_root is not None:
@@ -413,7 +436,7 @@ def build_frames(
         group_samples=window("group_samples"),
         group_offset_samples=window("group_offset_samples"),
         group_activity=window("group_activity"),
-        topic_count=int(pc.count_distinct(arrow["partitions"]["topic"]).as_py()),
-        partition_count=arrow["partitions"].num_rows,
-        group_count=arrow["groups"].num_rows,
+        topic_count=totals.topic_count,
+        partition_count=totals.partition_count,
+        group_count=totals.group_count,
     )

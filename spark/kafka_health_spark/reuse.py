@@ -35,12 +35,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from py4j.java_gateway import JavaClass
+import pyarrow as pa
+from py4j.java_gateway import JavaClass, JavaObject
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.serializers import ArrowStreamSerializer
 
 from kafka_health.models.findings import DiagnosisSummary, Finding
-from kafka_health_spark import jobs
+from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health_spark import jobs, tables
 from kafka_health_spark.checks import Check, all_checks
 from kafka_health_spark.findings import (
     Collected,
@@ -51,10 +55,15 @@ from kafka_health_spark.findings import (
     worst_first,
 )
 from kafka_health_spark.frames import (
+    HISTORY_SCHEMAS,
     ROWS_PER_PARTITION,
     SAMPLE_WINDOWS,
+    SNAPSHOT_SCHEMAS,
+    TRANSITIONS_SCHEMA,
     Frames,
+    Totals,
     current_samples,
+    is_small_cluster,
     transition_bounds,
     window_bounds,
 )
@@ -73,7 +82,7 @@ ONE_PARTITION = 2**31 - 1  # rows per partition of a slot read in one partition
 # The largest cluster whose plans run in one partition, without jobs (`ReusedPlans`).
 ONE_PARTITION_MAX_PARTITIONS = 100_000  # measured faster at 10k and 100k (docs/diagnostics.md)
 # The frames every check reads, each a slot filled every cycle: the snapshot's parts, then the
-# history windows (filled from `SlotWindows` without a job when the policy keeps them there).
+# history windows (filled from the policy's `SlotWindows`).
 SNAPSHOT_INPUTS = (
     "brokers",
     "partitions",
@@ -86,8 +95,31 @@ SNAPSHOT_INPUTS = (
     "quorum_voters",
 )
 INPUTS = (*SNAPSHOT_INPUTS, "partition_transitions", *SAMPLE_WINDOWS)
+INPUT_SCHEMAS: dict[str, T.StructType] = {
+    **{name: SNAPSHOT_SCHEMAS[name] for name in SNAPSHOT_INPUTS},
+    "partition_transitions": TRANSITIONS_SCHEMA,
+    **{name: HISTORY_SCHEMAS[table] for name, (table, _, _) in window_bounds(Thresholds(), EPOCH).items()},
+}
 # The history tables whose window ends with the snapshot's own sample (`frames.current_samples`).
 SAMPLED = ("broker_samples", "group_samples", "group_offset_samples")
+
+
+def jvm_rows(spark: SparkSession, rows: pa.Table, schema: T.StructType) -> JavaObject:
+    """`rows` as Spark keeps rows, in the driver JVM (`Slots.fromArrow`): sent as PySpark's
+    `createDataFrame` sends an Arrow table, but decoded without a Dataset, so no plan over the
+    rows is analysed (at 100k partitions that analysis cost more than the checks read)."""
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    assert jvm is not None
+    batches = rows.select(schema.names).to_batches()
+    jiter = sc._serialize_to_jvm(
+        batches,
+        ArrowStreamSerializer(),
+        lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path),
+        lambda: jvm.ArrowIteratorServer(),
+    )
+    time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    return jvm.io.kafkahealth.spark.Slots.fromArrow(jiter, schema.json(), time_zone)
 
 
 def available(spark: SparkSession) -> bool:
@@ -121,7 +153,6 @@ class _Shape:
     thresholds: Thresholds
     small_cluster: bool
     one_partition: bool
-    windows_in_slots: bool  # the windows come from `SlotWindows`, the current samples from plans
     checks: tuple[str, ...]
 
 
@@ -158,44 +189,44 @@ class ReusedPlans:
     # ------------------------------------------------------------------ the cycle
     def diagnose(
         self,
-        fresh: Frames,
+        snapshot: ClusterSnapshot,
         thresholds: Thresholds,
+        windows: SlotWindows,
         *,
         with_summary: bool = True,
         checks: Sequence[Check] | None = None,
-        windows: SlotWindows | None = None,
     ) -> tuple[list[Finding], DiagnosisSummary | None]:
-        """The findings (each check capped, worst first) and summary of the cycle whose frames are
-        `fresh` (built by `build_frames` as for a diagnosis without reuse). With `windows` (the
-        policy's, prepared for `thresholds`), the history windows are read from them and
-        `fresh`'s windows are not read (only their schemas)."""
+        """The findings (each check capped, worst first) and summary of `snapshot`, with the
+        history windows of `windows` (the policy's, prepared for `thresholds`)."""
         selected = list(checks) if checks is not None else all_checks()
+        now = tables.utc(snapshot.taken_at)
+        arrow = tables.snapshot_tables(snapshot)
+        totals = Totals.of(arrow)
         one_partition = (
-            fresh.partition_count <= ONE_PARTITION_MAX_PARTITIONS
+            totals.partition_count <= ONE_PARTITION_MAX_PARTITIONS
             if self.one_partition is None
             else self.one_partition
         )
         shape = _Shape(
-            fresh.cluster,
+            snapshot.cluster,
             thresholds,
-            fresh.small_cluster,
+            is_small_cluster(totals.partition_count),
             one_partition,
-            windows is not None,
             tuple(c.__name__ for c in selected),
         )
         rebuilt = shape != self._shape
         if rebuilt:
-            self._build(shape, fresh, selected)
-        self._fill_inputs(fresh, windows, thresholds)
+            self._build(shape, now, totals, selected)
+        self._fill_inputs(arrow, now, windows, thresholds)
         if not rebuilt:  # (a new build fills them as the checks build them)
             for slot, plan in list(self._materialized):
                 self._go_on()
                 self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
         cap = thresholds.max_findings_per_check
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as side:
-            pending = side.submit(jobs.carry(self.spark, self._run_summary), fresh) if with_summary else None
+            pending = side.submit(jobs.carry(self.spark, self._run_summary), totals) if with_summary else None
             with ThreadPoolExecutor(max_workers=CONCURRENT_CHECKS, thread_name_prefix="check") as pool:
-                run = jobs.carry(self.spark, lambda plans: self._run_check(plans, cap, fresh))
+                run = jobs.carry(self.spark, lambda plans: self._run_check(plans, cap, shape))
                 found = list(pool.map(run, self._checks))
             summary = pending.result() if pending is not None else None
         return sort_findings(f for fs in found for f in fs), summary
@@ -227,52 +258,46 @@ class ReusedPlans:
     def _slot(self, name: str) -> str:
         return self.prefix + name
 
-    def _fill_inputs(self, fresh: Frames, windows: SlotWindows | None, thresholds: Thresholds) -> None:
-        """Fill every input slot with the cycle's rows, and set `now`. The snapshot's parts cost
-        no Spark job. Each history window is one when it is read from `fresh`; from `windows`
-        it is none: its slot gets the window's rows as kept, then the snapshot's own sample,
-        computed by a plan over the snapshot's slots (one partition: no job)."""
-
-        def fill(name: str) -> None:
+    def _fill_inputs(
+        self, arrow: dict[str, pa.Table], now: datetime, windows: SlotWindows, thresholds: Thresholds
+    ) -> None:
+        """Fill every input slot with the cycle's rows, and set `now`, without a Spark job: the
+        snapshot's parts decoded from Arrow in the JVM (`jvm_rows`: no plan over them); each
+        history window its rows as `windows` keeps them, then the snapshot's own sample,
+        computed by a plan over the snapshot's slots (in one partition: no job)."""
+        for name in SNAPSHOT_INPUTS:
             self._go_on()
-            self._jvm.Slots.fill(self._slot(name), getattr(fresh, name)._jdf)
-
-        with ThreadPoolExecutor(max_workers=CONCURRENT_CHECKS, thread_name_prefix="slot") as pool:
-            list(pool.map(jobs.carry(self.spark, fill), INPUTS if windows is None else SNAPSHOT_INPUTS))
-        micros = (fresh.now - EPOCH) // timedelta(microseconds=1)
+            self._jvm.Slots.put(self._slot(name), jvm_rows(self.spark, arrow[name], SNAPSHOT_SCHEMAS[name]))
+        micros = (now - EPOCH) // timedelta(microseconds=1)
         self._jvm.Slots.setParam(self._slot("now"), micros)
-        if windows is None:
-            return
         for slot, plan in self._samples:
             self._go_on()
             self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
-        for name, (table, since, until) in window_bounds(thresholds, fresh.now).items():
+        for name, (table, since, until) in window_bounds(thresholds, now).items():
             windows.fill(self._slot(name), table, since, until, self._slot(f"current/{table}"))
-        windows.fill_transitions(
-            self._slot("partition_transitions"), *transition_bounds(thresholds, fresh.now)
-        )
+        windows.fill_transitions(self._slot("partition_transitions"), *transition_bounds(thresholds, now))
 
-    def _read(self, name: str, frame: DataFrame) -> DataFrame:
+    def _read(self, name: str, schema: T.StructType) -> DataFrame:
         """A slot as a frame."""
         return (
             self.spark.read.format(SLOT_SOURCE)
-            .schema(frame.schema)
+            .schema(schema)
             .option("slot", self._slot(name))
             .option("rowsPerPartition", str(ONE_PARTITION if self._single else ROWS_PER_PARTITION))
             .load()
         )
 
-    def _build(self, shape: _Shape, fresh: Frames, selected: list[Check]) -> None:
-        """Build the frames over the slots and the checks' frames; their plans are planned when
-        first run (in the check threads)."""
+    def _build(self, shape: _Shape, now: datetime, totals: Totals, selected: list[Check]) -> None:
+        """Build the frames over the slots, the plans of the snapshot's own samples, and the
+        checks' frames; the checks' plans are planned when first run (in the check threads)."""
         self.close()
         self._single = shape.one_partition
         self._jvm.Plans.register(self.spark._jsparkSession)
-        now = F.timestamp_micros(F.call_function(PARAM_FUNCTION, F.lit(self._slot("now"))))
-        slot = {name: self._read(name, getattr(fresh, name)) for name in INPUTS}
+        now_param = F.timestamp_micros(F.call_function(PARAM_FUNCTION, F.lit(self._slot("now"))))
+        slot = {name: self._read(name, schema) for name, schema in INPUT_SCHEMAS.items()}
         self._frames = Frames(
-            cluster=fresh.cluster,
-            now=fresh.now,
+            cluster=shape.cluster,
+            now=now,
             brokers=slot["brokers"],
             partitions=slot["partitions"],
             topic_configs=slot["topic_configs"],
@@ -287,15 +312,14 @@ class ReusedPlans:
             group_samples=slot["group_samples"],
             group_offset_samples=slot["group_offset_samples"],
             group_activity=slot["group_activity"],
-            topic_count=fresh.topic_count,
-            partition_count=fresh.partition_count,
-            group_count=fresh.group_count,
-            now_param=now,
+            topic_count=totals.topic_count,
+            partition_count=totals.partition_count,
+            group_count=totals.group_count,
+            now_param=now_param,
             materialize_with=self._materialize,
         )
-        if shape.windows_in_slots:
-            samples = current_samples(slot, now)
-            self._samples = [(self._slot(f"current/{t}"), self._prepare(samples[t])) for t in SAMPLED]
+        samples = current_samples(slot, now_param)
+        self._samples = [(self._slot(f"current/{t}"), self._prepare(samples[t])) for t in SAMPLED]
         self._checks = [_CheckPlans(check) for check in selected]
         self._shape = shape
         self.builds += 1
@@ -311,7 +335,7 @@ class ReusedPlans:
         self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
         with self._lock:
             self._materialized.append((slot, plan))
-        return self._read(f"shared/{name}", frame)
+        return self._read(f"shared/{name}", frame.schema)
 
     def _prepare(self, frame: DataFrame) -> Any:
         """`frame` planned, and prepared to run again (`jvm/PreparedPlan.java`)."""
@@ -328,7 +352,7 @@ class ReusedPlans:
         jdf = plan.run(self.spark._jsparkSession)
         return [r.asDict() for r in DataFrame(jdf, self.spark).collect()]
 
-    def _run_check(self, plans: _CheckPlans, cap: int, fresh: Frames) -> list[Finding]:
+    def _run_check(self, plans: _CheckPlans, cap: int, shape: _Shape) -> list[Finding]:
         self._go_on()
         frames = self._frames
         assert frames is not None
@@ -336,7 +360,7 @@ class ReusedPlans:
         def planned(which: str, build: Callable[[DataFrame], DataFrame]) -> Any:
             with plans.lock:
                 if plans.frame is None:
-                    plans.frame = plans.check(frames, self._shape.thresholds)  # type: ignore[union-attr]
+                    plans.frame = plans.check(frames, shape.thresholds)
                 if getattr(plans, which) is None:
                     setattr(plans, which, self._prepare(build(plans.frame)))
                 return getattr(plans, which)
@@ -345,12 +369,12 @@ class ReusedPlans:
             lambda: self._collect(planned("top", lambda df: worst_first(df, cap + 1))),
             lambda: self._collect(planned("exact", lambda df: capped(df, cap))),
             cap,
-            key=(fresh.cluster, plans.check.__name__),
-            top_k=fresh.small_cluster,
+            key=(shape.cluster, plans.check.__name__),
+            top_k=shape.small_cluster,
         )
         return findings_from(collected, cap)
 
-    def _run_summary(self, fresh: Frames) -> DiagnosisSummary:
+    def _run_summary(self, totals: Totals) -> DiagnosisSummary:
         with self._summary_lock:  # (building it may materialize a shared frame: `_lock`)
             if self._summary is None:
                 assert self._frames is not None
@@ -358,4 +382,4 @@ class ReusedPlans:
             plan = self._summary
         self._go_on()
         jdf = plan.run(self.spark._jsparkSession)
-        return summary_from(fresh, DataFrame(jdf, self.spark).collect())
+        return summary_from(totals, DataFrame(jdf, self.spark).collect())

@@ -5,7 +5,7 @@ window into its slot (one Spark job each, five per cycle), and checkpointed the 
 transitions (two more): at 100k partitions that was most of what a warm cycle spent outside
 the checks. Here the rows stay in the JVM (`jvm/HistoryRows.java`): each sample table as one
 chunk of rows per sample time, partition_state as its transitions and each partition's newest
-record. A cycle appends the rows the history store wrote (built from Arrow: no job), drops what
+record. A cycle appends the rows the history store wrote (decoded from Arrow: no job), drops what
 fell out of the spans, and each window's slot is filled with the chunks of its bounds, shared,
 not copied. So filling a window costs no job and generates no code, and the rows are held once,
 not once in the windows and again in the slots.
@@ -38,7 +38,7 @@ from kafka_health_spark.frames import (
     read_history,
     spans,
 )
-from kafka_health_spark.reuse import EPOCH, SLOT_SOURCE
+from kafka_health_spark.reuse import EPOCH, SLOT_SOURCE, jvm_rows
 from kafka_health_spark.thresholds import Thresholds
 from kafka_health_spark.windows import WINDOW_TABLES
 
@@ -90,12 +90,14 @@ class SlotWindows:
             for table in WINDOW_TABLES:
                 new = written.get(table)
                 if new is not None and new.num_rows:
-                    self._rows.append(table, self._frame(table, new)._jdf)
+                    self._rows.append(
+                        table, self._jvm_rows(table, new), HISTORY_SCHEMAS[table].names.index("ts")
+                    )
                 self._rows.trim(table, micros(ts - self._spans[table]))
             span = self._spans["partition_state"]
             new = written.get("partition_state")
             if new is not None and new.num_rows:
-                self._rows.recordPartitionState(self._frame("partition_state", new)._jdf)
+                self._rows.recordPartitionState(self._jvm_rows("partition_state", new))
             self._rows.trimPartitionState(micros(ts - (span - PRIOR_STATE_LOOKBACK)), micros(ts - span))
             self._newest = ts
 
@@ -153,10 +155,9 @@ class SlotWindows:
         return int(self._rows.heldRows())
 
     # ------------------------------------------------------------------ internals
-    def _frame(self, table: str, rows: pa.Table) -> DataFrame:
-        """Rows as written, as a local relation: collected in the JVM without a Spark job."""
-        schema = HISTORY_SCHEMAS[table]
-        return self.spark.createDataFrame(rows.select(schema.names), schema=schema)
+    def _jvm_rows(self, table: str, rows: pa.Table) -> Any:
+        """Rows as written, decoded in the JVM (no Spark job, no plan over them)."""
+        return jvm_rows(self.spark, rows, HISTORY_SCHEMAS[table])
 
     def _read(self, slot: str, schema: Any) -> DataFrame:
         return self.spark.read.format(SLOT_SOURCE).schema(schema).option("slot", slot).load()

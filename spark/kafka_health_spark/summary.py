@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from kafka_health.models.findings import BrokerSummary, DiagnosisSummary, SeriesPoint
 from kafka_health_spark.checks import replicas_per_broker
 from kafka_health_spark.checks.disk import disk_now
-from kafka_health_spark.frames import Frames
+from kafka_health_spark.frames import Frames, Totals
 
 TOP_GROUPS = 8
 # The parts of the summary's one collect.
@@ -92,8 +92,8 @@ def summary_rows(frames: Frames) -> DataFrame:
     )
 
 
-def summary_from(frames: Frames, rows: Sequence[Row]) -> DiagnosisSummary:
-    """The summary from the rows of `summary_rows` (and the snapshot's totals in `frames`)."""
+def summary_from(frames: Frames | Totals, rows: Sequence[Row]) -> DiagnosisSummary:
+    """The summary from the rows of `summary_rows` (and the snapshot's totals: `frames`')."""
     broker_rows = sorted((r for r in rows if r["part"] == BROKERS), key=lambda r: r["broker"])
     lag_rows = [r for r in rows if r["part"] == LAG]
     disk_rows = [r for r in rows if r["part"] == DISK]

@@ -23,7 +23,6 @@ from kafka_health.diagnose.run import run_diagnosis
 from kafka_health.history.store import HistoryStore
 from kafka_health_spark import frames, reuse
 from kafka_health_spark.slot_windows import SlotWindows
-from kafka_health_spark.windows import HistoryWindows
 
 from .test_windows import CLUSTER, OTHER, SMALL, START, _snapshot
 
@@ -34,27 +33,25 @@ def test_the_session_can_reuse_plans(spark: SparkSession) -> None:
 
 
 @pytest.mark.parametrize(
-    ("one_partition", "in_slots", "large"),
-    [(True, True, False), (True, True, True), (False, True, False), (True, False, False)],
-    ids=["one-partition", "one-partition-large", "partitioned", "windows-as-frames"],
+    ("one_partition", "large"),
+    [(True, False), (True, True), (False, False)],
+    ids=["one-partition", "one-partition-large", "partitioned"],
 )
 def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
     spark: SparkSession,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     one_partition: bool,
-    in_slots: bool,
     large: bool,
 ) -> None:
     """In one partition (plans with no shuffle, run without jobs) and partitioned (shuffles, run
-    as jobs), alike; in one partition with the cluster taken as large (`Frames.small_cluster`
-    false: small sides hinted to broadcast, checks capped by their exact rows, not a top k); and
-    with the windows kept as Spark frames (`HistoryWindows`, the slots filled from them by jobs)."""
+    as jobs), alike; and in one partition with the cluster taken as large (`Frames.small_cluster`
+    false: small sides hinted to broadcast, checks capped by their exact rows, not a top k)."""
     if large:
         monkeypatch.setattr(frames, "SMALL_CLUSTER_PARTITIONS", 0)
     rng = random.Random(20261125)
     store = HistoryStore(tmp_path)
-    windows = (SlotWindows if in_slots else HistoryWindows)(spark, str(tmp_path), CLUSTER)
+    windows = SlotWindows(spark, str(tmp_path), CLUSTER)
     plans = reuse.ReusedPlans(spark, one_partition=one_partition)
     offsets: dict[tuple[str, int], int] = {}
     now = START
@@ -97,7 +94,7 @@ def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
     finally:
         plans.close()
     assert checked > cycles, "the random cluster had findings to compare"
-    if one_partition and in_slots:
+    if one_partition:
         assert warm_jobs == [0, 0, 0, 0], "a warm cycle (windows recorded, checks run) runs no Spark job"
     else:
         assert all(warm_jobs), f"Spark jobs per warm cycle: {warm_jobs}"

@@ -47,26 +47,27 @@ def run_diagnosis(
     `windows` (the operator's, per policy) serves the history windows from memory; they are
     read from `history_root` only when they hold nothing yet. `plans` (the operator's, per
     policy, where `reuse.available`) runs the checks and the summary through plans built once,
-    and fills their history windows straight from `windows` when those are `SlotWindows`."""
+    over the history windows `windows` keeps in the JVM (then a `SlotWindows`)."""
     started = time.monotonic()
     t = thresholds or Thresholds()
     findings = missing_findings(snapshot.missing, brokers_all_alive=all(b.alive for b in snapshot.brokers))
     summary = None
     if snapshot.reachable:
         root = str(history_root) if history_root is not None else None
-        past, transitions, in_slots = None, None, None
-        if windows is not None:
-            windows.prepare(t, snapshot.taken_at)
-            if plans is not None and isinstance(windows, SlotWindows):
-                in_slots = windows  # (the plans read them: the frames need only the snapshot)
-                root = None
-            else:
-                past, transitions = windows.past, windows.transitions
-        frames = build_frames(spark, snapshot, root, t, past=past, transitions=transitions)
         if plans is not None:
-            reused, summary = plans.diagnose(frames, t, with_summary=with_summary, windows=in_slots)
+            if not isinstance(windows, SlotWindows):
+                raise ValueError(
+                    "reused plans read the history windows a SlotWindows keeps: pass windows=SlotWindows(...)"
+                )
+            windows.prepare(t, snapshot.taken_at)
+            reused, summary = plans.diagnose(snapshot, t, windows, with_summary=with_summary)
             findings += reused
         else:
+            past, transitions = None, None
+            if windows is not None:
+                windows.prepare(t, snapshot.taken_at)
+                past, transitions = windows.past, windows.transitions
+            frames = build_frames(spark, snapshot, root, t, past=past, transitions=transitions)
             # The summary's few jobs run beside the checks' (Spark schedules concurrent jobs).
             try:
                 with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as pool:

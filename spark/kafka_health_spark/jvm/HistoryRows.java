@@ -44,12 +44,12 @@ public final class HistoryRows {
     return count(chunks.values());
   }
 
-  /** Add {@code rows}, the rows of one sample time (as written: a local relation, no job). */
-  public synchronized int append(String table, Dataset<?> rows) {
+  /** Add {@code rows} (the rows of one sample time, as written: {@link Slots#fromArrow}), whose
+   * time is column {@code ts}. */
+  public synchronized int append(String table, InternalRow[] rows, int ts) {
     TreeMap<Long, InternalRow[]> chunks = tables.computeIfAbsent(table, t -> new TreeMap<>());
-    InternalRow[] added = collect(rows);
-    byTime(added, rows.schema().fieldIndex("ts")).forEach((ts, chunk) -> chunks.merge(ts, chunk, HistoryRows::concat));
-    return added.length;
+    byTime(rows, ts).forEach((time, chunk) -> chunks.merge(time, chunk, HistoryRows::concat));
+    return rows.length;
   }
 
   /** Drop {@code table}'s rows older than {@code oldest} (micros since the epoch). */
@@ -92,13 +92,12 @@ public final class HistoryRows {
     return paired.size();
   }
 
-  /** Pair {@code rows} (partition_state records of one time, as written) with each partition's
+  /** Pair {@code added} (partition_state records of one time, as written) with each partition's
    * newest record so far, keep the pairs as transitions, and make them the newest. */
-  public synchronized int recordPartitionState(Dataset<?> rows) {
+  public synchronized int recordPartitionState(InternalRow[] added) {
     if (records == null) {
       throw new IllegalStateException("partition_state is not loaded: loadPartitionState first");
     }
-    InternalRow[] added = collect(rows);
     List<InternalRow> paired = new ArrayList<>();
     for (InternalRow record : added) {
       InternalRow before = latest.put(key(record), record);

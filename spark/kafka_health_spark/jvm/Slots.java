@@ -6,8 +6,14 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.execution.CoalesceExec;
 import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.arrow.ArrowConverters$;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+
+import scala.collection.Iterator;
 
 /**
  * Rows and values kept in the driver JVM under a name, read when a plan runs.
@@ -43,6 +49,28 @@ public final class Slots {
       plan = coalesce.child();
     }
     return plan.executeCollect();
+  }
+
+  /**
+   * Rows decoded from Arrow record batches (what PySpark sends for {@code createDataFrame} of an
+   * Arrow table), as Spark keeps them: no Dataset, so no plan analysed over the rows, and no job.
+   */
+  public static InternalRow[] fromArrow(Iterator<byte[]> batches, String schemaJson, String timeZone) {
+    StructType schema = (StructType) DataType.fromJson(schemaJson);
+    Iterator<InternalRow> rows =
+        ArrowConverters$.MODULE$.fromBatchIterator(batches, schema, timeZone, true, false, null);
+    UnsafeProjection copy = UnsafeProjection.create(schema);
+    java.util.List<InternalRow> kept = new java.util.ArrayList<>();
+    while (rows.hasNext()) {
+      kept.add(copy.apply(rows.next()).copy()); // (the batches' vectors are freed after)
+    }
+    return kept.toArray(new InternalRow[0]);
+  }
+
+  /** Keep {@code rows} under {@code slot}; returns how many. */
+  public static int put(String slot, InternalRow[] rows) {
+    ROWS.put(slot, Held.of(rows));
+    return rows.length;
   }
 
   /** Run {@code plan} and keep its rows under {@code slot}; returns how many. */
