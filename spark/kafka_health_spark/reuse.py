@@ -30,7 +30,7 @@ import contextlib
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -178,6 +178,7 @@ class ReusedPlans:
         self._summary: Any = None
         self._materialized: list[tuple[str, Any]] = []  # (slot, planned plan), in build order
         self._samples: list[tuple[str, Any]] = []  # (slot, planned plan) of the current samples
+        self._filling: dict[str, Future[None]] = {}  # this cycle's refills of the shared slots
         self._lock = threading.Lock()
         self._summary_lock = threading.Lock()
         # Whether the plans built run in one partition, with no shuffle and no job (`_Shape`):
@@ -218,16 +219,19 @@ class ReusedPlans:
         if rebuilt:
             self._build(shape, now, totals, selected)
         self._fill_inputs(arrow, now, windows, thresholds)
-        if not rebuilt:  # (a new build fills them as the checks build them)
-            for slot, plan in list(self._materialized):
-                self._go_on()
-                self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
         cap = thresholds.max_findings_per_check
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as side:
+        with (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as side,
+            ThreadPoolExecutor(max_workers=CONCURRENT_CHECKS, thread_name_prefix="check") as pool,
+        ):
+            # The shared slots are filled again first, side by side, each after the shared
+            # slots it reads; a plan runs once the shared slots it reads are filled. (A new
+            # build fills them as the checks build them.) Submitted before any check, so a
+            # check waiting for one never holds the thread it needs.
+            self._filling = {} if rebuilt else self._refill_shared(pool)
             pending = side.submit(jobs.carry(self.spark, self._run_summary), totals) if with_summary else None
-            with ThreadPoolExecutor(max_workers=CONCURRENT_CHECKS, thread_name_prefix="check") as pool:
-                run = jobs.carry(self.spark, lambda plans: self._run_check(plans, cap, shape))
-                found = list(pool.map(run, self._checks))
+            run = jobs.carry(self.spark, lambda plans: self._run_check(plans, cap, shape))
+            found = list(pool.map(run, self._checks))
             summary = pending.result() if pending is not None else None
         return sort_findings(f for fs in found for f in fs), summary
 
@@ -342,12 +346,35 @@ class ReusedPlans:
         plan = self._jvm.Plans.plan(frame._jdf, self._single)
         return self._jvm.PreparedPlan.of(self.spark._jsparkSession, plan, self._single)
 
+    def _refill_shared(self, pool: ThreadPoolExecutor) -> dict[str, Future[None]]:
+        """Fill each shared slot from its plan in `pool`, each once the shared slots it reads are."""
+        filling: dict[str, Future[None]] = {}
+
+        def fill(slot: str, plan: Any, after: list[Future[None]]) -> None:
+            for future in after:
+                future.result()
+            self._go_on()
+            self._jvm.Slots.fillFrom(self.spark._jsparkSession, slot, plan)
+
+        for slot, plan in list(self._materialized):  # (in build order: what a slot reads comes first)
+            after = [filling[s] for s in plan.slots() if s in filling]
+            filling[slot] = pool.submit(jobs.carry(self.spark, fill), slot, plan, after)
+        return filling
+
+    def _wait_for_slots(self, plan: Any) -> None:
+        """Wait until the shared slots `plan` reads are filled for this cycle."""
+        for slot in plan.slots():
+            future = self._filling.get(slot)
+            if future is not None:
+                future.result()
+
     def _go_on(self) -> None:
         """Raise if the cycle was interrupted (before each step: a step that started runs on)."""
         if self._interrupted is not None:
             raise CycleInterrupted(self._interrupted)
 
     def _collect(self, plan: Any) -> Collected:
+        self._wait_for_slots(plan)
         self._go_on()
         jdf = plan.run(self.spark._jsparkSession)
         return [r.asDict() for r in DataFrame(jdf, self.spark).collect()]
@@ -380,6 +407,7 @@ class ReusedPlans:
                 assert self._frames is not None
                 self._summary = self._prepare(summary_rows(self._frames))
             plan = self._summary
+        self._wait_for_slots(plan)
         self._go_on()
         jdf = plan.run(self.spark._jsparkSession)
         return summary_from(totals, DataFrame(jdf, self.spark).collect())

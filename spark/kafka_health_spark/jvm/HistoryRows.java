@@ -12,6 +12,7 @@ import java.util.TreeMap;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
@@ -34,6 +35,7 @@ public final class HistoryRows {
   private final TreeMap<Long, InternalRow[]> transitions = new TreeMap<>();
   private final Map<Partition, InternalRow> latest = new HashMap<>();
   private StructType records; // partition_state's schema (as its rows were read)
+  private UnsafeProjection compact; // a transition as one UnsafeRow: one object, not ten
 
   private record Partition(UTF8String topic, int partition) {}
 
@@ -67,6 +69,12 @@ public final class HistoryRows {
    */
   public synchronized int loadPartitionState(Dataset<?> rows, long since) {
     records = rows.schema();
+    StructType transitionSchema =
+        records
+            .add("prev_ts", type(records.fieldIndex("ts")))
+            .add("prev_leader", type(records.fieldIndex("leader")))
+            .add("prev_isr", type(records.fieldIndex("isr")));
+    compact = UnsafeProjection.create(transitionSchema);
     int ts = records.fieldIndex("ts");
     InternalRow[] all = collect(rows);
     int topic = records.fieldIndex("topic");
@@ -172,6 +180,7 @@ public final class HistoryRows {
     transitions.clear();
     latest.clear();
     records = null;
+    compact = null;
   }
 
   // ------------------------------------------------------------------ internals
@@ -197,7 +206,7 @@ public final class HistoryRows {
     values[n] = before.get(records.fieldIndex("ts"), type(records.fieldIndex("ts")));
     values[n + 1] = before.get(records.fieldIndex("leader"), type(records.fieldIndex("leader")));
     values[n + 2] = before.get(records.fieldIndex("isr"), type(records.fieldIndex("isr")));
-    return new GenericInternalRow(values);
+    return compact.apply(new GenericInternalRow(values)).copy();
   }
 
   private DataType type(int i) {

@@ -19,6 +19,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec;
+import org.apache.spark.sql.execution.datasources.v2.BatchScanExec;
 import org.apache.spark.sql.execution.exchange.Exchange;
 
 import scala.Option;
@@ -62,6 +64,29 @@ public final class PreparedPlan {
       }
     }
     return new PreparedPlan(template, null);
+  }
+
+  /** The slots the plan reads ({@link SlotSource}): a plan over a slot another plan fills waits
+   * for that plan. */
+  public String[] slots() {
+    java.util.Set<String> found = new java.util.TreeSet<>();
+    slotsOf(template, found);
+    return found.toArray(new String[0]);
+  }
+
+  private static void slotsOf(SparkPlan plan, java.util.Set<String> found) {
+    if (plan instanceof BatchScanExec scan && scan.scan() instanceof SlotSource.SlotScan slot) {
+      found.add(slot.slot());
+    }
+    if (plan instanceof AdaptiveSparkPlanExec adaptive) {
+      slotsOf(adaptive.executedPlan(), found);
+    }
+    for (SparkPlan child : CollectionConverters.asJava(plan.children())) {
+      slotsOf(child, found);
+    }
+    for (SparkPlan subquery : CollectionConverters.asJava(plan.subqueries())) {
+      slotsOf(subquery, found);
+    }
   }
 
   /** Whether it runs as its prepared RDD, without a job. */

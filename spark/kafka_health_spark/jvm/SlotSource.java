@@ -97,6 +97,11 @@ public final class SlotSource implements TableProvider {
       return schema;
     }
 
+    /** The slot it reads. */
+    String slot() {
+      return slot;
+    }
+
     @Override
     public String description() {
       return "slot " + slot;
