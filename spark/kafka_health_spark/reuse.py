@@ -7,14 +7,18 @@ history windows) is a *slot*: rows kept in the driver JVM under a name, read by 
 source (`jvm/SlotSource.java`) when a plan runs, not when it is built; `now` is a parameter read
 the same way (`kafka_health_param`). So a policy's check plans and its summary plan are built over
 the slots once, planned to physical plans once, and each cycle only fills the slots with the
-cycle's rows and runs each planned plan again. Frames that several checks read (`Frames.shared(...,
-materialize=True)`) become slots too, refilled from their own planned plan before the checks run.
+cycle's rows and runs each planned plan again. The snapshot's parts are decoded from Arrow in the
+JVM (`jvm_rows`), the history windows come from the policy's `SlotWindows` (rows kept in the JVM),
+each ending with the snapshot's own sample, computed by a plan over the snapshot's slots. Frames
+that several checks read (`Frames.shared(..., materialize=True)`) become slots too, refilled from
+their own planned plan each cycle, side by side; a plan waits only for the shared slots it reads.
 
 A cluster of up to `ONE_PARTITION_MAX_PARTITIONS` partitions has its plans run in one partition
 with no shuffle (`Plans.inOnePartition`), each prepared once into its RDD and computed again in
 the calling thread, with no Spark job (`jvm/PreparedPlan.java`): a stage's fixed cost was most of
-a check's. A larger cluster's plans keep their shuffles, and each run is a copy of the planned
-plan run as Spark jobs (a copy, because a planned plan keeps its shuffles' outputs).
+a check's. So a warm cycle of such a cluster runs no Spark job at all. A larger cluster's plans
+keep their shuffles, and each run is a copy of the planned plan run as Spark jobs (a copy, because
+a planned plan keeps its shuffles' outputs).
 
 The plans are built again when what shaped them changes: the thresholds, the cluster's size class
 (`Frames.small_cluster`, `ONE_PARTITION_MAX_PARTITIONS`), or the checks selected. Slots live in

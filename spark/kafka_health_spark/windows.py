@@ -1,5 +1,9 @@
 """History windows kept in Spark between cycles: read from Parquet once, then advanced in memory.
 
+Kept as Spark frames, for a session whose plans are not reused (a Spark cluster, Spark Connect);
+where they are (an embedded local master, `reuse.available`), the operator keeps the windows as
+rows in the driver JVM instead (`slot_windows.SlotWindows`), which the reused plans read directly.
+
 The operator diagnoses the same cluster every interval, and each cycle adds one sample per
 history table. Reading the windows back from Parquet every cycle re-lists and re-decodes files
 for every check that reads them. Instead, a policy's worker keeps, per sample table, the rows
