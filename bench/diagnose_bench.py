@@ -199,19 +199,35 @@ class SparkWork:
 def seed_history(size: int, args: argparse.Namespace, prefix: str) -> tuple[Any, Path, Any, int, int]:
     """A fresh history store holding `args.history_minutes` of the synthetic cluster's samples,
     written as the operator writes them, ending right before the `args.cycles` to diagnose:
-    (shape, root, store, first sample, history samples)."""
+    (shape, root, store, first sample, history samples).
+
+    The samples are written once per shape (under `--data-dir`, or /tmp/kafka-health-bench) and
+    copied for each engine or policy: at 1M partitions writing them takes minutes per store."""
+    import atexit
+    import shutil
     import tempfile
 
     from kafka_health.history.store import HistoryStore
 
     shape = synthetic.Shape(size, args.interval)
-    root = Path(tempfile.mkdtemp(prefix=prefix))
-    store = HistoryStore(root)
     history = args.history_minutes * 60 // args.interval
     first = shape.samples - history - args.cycles + 1
-    for k in range(first, first + history):
-        store.append(synthetic.snapshot(shape, k))
-    return shape, root, store, first, history
+    cache = Path(getattr(args, "data_dir", None) or "/tmp/kafka-health-bench") / (
+        f"seeded-{size}-{args.interval}s-{args.history_minutes}min-{args.cycles}c"
+    )
+    if not (cache / "ready").exists():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix="seeding-", dir=cache.parent))
+        seeding = HistoryStore(building)
+        for k in range(first, first + history):
+            seeding.append(synthetic.snapshot(shape, k))
+        (building / "ready").touch()
+        shutil.rmtree(cache, ignore_errors=True)
+        building.rename(cache)
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    shutil.copytree(cache, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("ready"))
+    return shape, root, HistoryStore(root), first, history
 
 
 def operator_worker(engine: str, size: int, args: argparse.Namespace) -> dict[str, Any]:

@@ -84,7 +84,7 @@ SLOT_SOURCE = "io.kafkahealth.spark.SlotSource"
 PARAM_FUNCTION = "kafka_health_param"
 ONE_PARTITION = 2**31 - 1  # rows per partition of a slot read in one partition
 # The largest cluster whose plans run in one partition, without jobs (`ReusedPlans`).
-ONE_PARTITION_MAX_PARTITIONS = 100_000  # measured faster at 10k and 100k (docs/diagnostics.md)
+ONE_PARTITION_MAX_PARTITIONS = 1_000_000  # measured faster at 10k, 100k and 1M (docs/diagnostics.md)
 # The frames every check reads, each a slot filled every cycle: the snapshot's parts, then the
 # history windows (filled from the policy's `SlotWindows`).
 SNAPSHOT_INPUTS = (
