@@ -19,7 +19,8 @@ The summary for plots (`with_summary`) is left out on both sides.
 Operator mode does what a policy's worker does, cycle after cycle: a new snapshot each cycle
 (the synthetic cluster drifts: a broker dies, another keeps leaving ISRs, leaders flap, lag
 grows), appended to the history store (after --history-minutes of history written the same
-way), then diagnosed with the summary, the driver at the operator's default memory (1g). Side by
+way, once per shape under --data-dir, then copied for each engine), then diagnosed with the
+summary, the driver at the operator's default memory (1g). Side by
 side in one run (by default): `spark` (this engine as the operator runs it: windows kept in
 memory as rows in the JVM, `slot_windows`, the policy's plans built once and reused,
 `kafka_health_spark.reuse`), `spark-rebuilt` (its plans built every cycle, its windows Spark

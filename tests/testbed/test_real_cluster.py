@@ -21,6 +21,24 @@ def partition_leaders(bootstrap: str, topic: str) -> dict[int, int]:
     return {p.id: p.leader for p in md.topics[topic].partitions.values()}
 
 
+def leader_of_partition_0(bootstrap: str, topic: str, *, other_than: int = -1) -> int:
+    """Partition 0's leader, once the broker asked knows one (and it is not `other_than`).
+
+    Each metadata request may reach another broker, and a broker learns of a just-created
+    topic's partitions a moment after the others (CI once read a topic without its partitions
+    right after `create_topic` had seen them led). Returned in a list: broker 0 is falsy."""
+    found = wait_for(
+        lambda: [
+            leader
+            for leader in (partition_leaders(bootstrap, topic).get(0, -1),)
+            if leader not in (-1, other_than)
+        ],
+        timeout=45,
+        what=f"a leader for {topic} partition 0 other than {other_than}",
+    )
+    return found[0]
+
+
 def test_produce_and_consume_with_acks_all(testbed: Testbed, bootstrap: str, unique_name: str) -> None:
     create_topic(bootstrap, unique_name)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
@@ -80,18 +98,13 @@ def test_stopped_broker_shows_same_under_replicated_partitions_as_kafka_topics(
 
 def test_killing_a_leader_moves_leadership(kafka: Testbed, bootstrap: str, unique_name: str) -> None:
     create_topic(bootstrap, unique_name, partitions=3)
-    leader = partition_leaders(bootstrap, unique_name)[0]
+    leader = leader_of_partition_0(bootstrap, unique_name)
     kafka.kill(leader)
     survivors = ",".join(f"127.0.0.1:{b.port}" for b in kafka.require().brokers if b.id != leader)
     # A killed broker is fenced after broker.session.timeout.ms (9 s); its leaderships move.
-    # The condition returns a bool, not the new leader's id: broker 0 is a falsy id (CI once waited
-    # 45 s for a leader that had moved to broker 0 after 9 s).
-    wait_for(
-        lambda: partition_leaders(survivors, unique_name)[0] not in (leader, -1),
-        timeout=45,
-        what="a new leader for partition 0",
-    )
-    new_leader = partition_leaders(survivors, unique_name)[0]
+    # (The helper returns the id in a list: CI once waited 45 s for a leader that had moved to
+    # broker 0, a falsy id, after 9 s.)
+    new_leader = leader_of_partition_0(survivors, unique_name, other_than=leader)
     assert new_leader not in (leader, -1)
     assert new_leader in {b.id for b in kafka.require().brokers}
 
