@@ -213,8 +213,15 @@ def seed_history(size: int, args: argparse.Namespace, prefix: str) -> tuple[Any,
     shape = synthetic.Shape(size, args.interval)
     history = args.history_minutes * 60 // args.interval
     first = shape.samples - history - args.cycles + 1
+    # Keyed by the code that writes the samples too: a changed generator or store seeds anew.
+    import hashlib
+
+    import kafka_health.history
+
+    writers = [Path(synthetic.__file__), *sorted(Path(kafka_health.history.__file__).parent.glob("*.py"))]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in writers)).hexdigest()[:12]
     cache = Path(getattr(args, "data_dir", None) or "/tmp/kafka-health-bench") / (
-        f"seeded-{size}-{args.interval}s-{args.history_minutes}min-{args.cycles}c"
+        f"seeded-{size}-{args.interval}s-{args.history_minutes}min-{args.cycles}c-{digest}"
     )
     if not (cache / "ready").exists():
         cache.parent.mkdir(parents=True, exist_ok=True)

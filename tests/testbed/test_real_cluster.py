@@ -27,16 +27,12 @@ def leader_of_partition_0(bootstrap: str, topic: str, *, other_than: int = -1) -
     Each metadata request may reach another broker, and a broker learns of a just-created
     topic's partitions a moment after the others (CI once read a topic without its partitions
     right after `create_topic` had seen them led). Returned in a list: broker 0 is falsy."""
-    found = wait_for(
-        lambda: [
-            leader
-            for leader in (partition_leaders(bootstrap, topic).get(0, -1),)
-            if leader not in (-1, other_than)
-        ],
-        timeout=45,
-        what=f"a leader for {topic} partition 0 other than {other_than}",
-    )
-    return found[0]
+
+    def led() -> list[int]:
+        leader = partition_leaders(bootstrap, topic).get(0, -1)
+        return [] if leader in (-1, other_than) else [leader]
+
+    return wait_for(led, timeout=45, what=f"a leader for {topic} partition 0 other than {other_than}")[0]
 
 
 def test_produce_and_consume_with_acks_all(testbed: Testbed, bootstrap: str, unique_name: str) -> None:
