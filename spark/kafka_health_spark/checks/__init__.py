@@ -17,7 +17,7 @@ Check = Callable[[Frames, Thresholds], DataFrame]
 def id_list(col: Column) -> Column:
     """An array of broker ids as text, "1,2,3" ("none" when empty): readable in messages and
     JSON evidence alike."""
-    return F.when(F.size(col) > 0, F.concat_ws(",", F.array_sort(col).cast("array<string>"))).otherwise(
+    return F.when(F.size(col) > 0, F.concat_ws(",", F.sort_array(col).cast("array<string>"))).otherwise(
         F.lit("none")
     )
 

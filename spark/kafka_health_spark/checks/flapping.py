@@ -33,7 +33,7 @@ def leader_flapping(frames: Frames, t: Thresholds) -> DataFrame:
         .agg(
             F.count(F.lit(1)).alias("changes"),
             F.array_join(
-                F.array_sort(F.collect_set(F.coalesce(F.col("leader").cast("string"), F.lit("none")))), ","
+                F.sort_array(F.collect_set(F.coalesce(F.col("leader").cast("string"), F.lit("none")))), ","
             ).alias("leaders"),
             F.min("ts").alias("first_change"),
             F.max("ts").alias("last_change"),

@@ -80,7 +80,7 @@ def _spread(name: str) -> list[F.Column]:
         # Of brokers with equal counts, the lowest id: the same answer whatever the rows' order.
         F.min_by("broker", F.struct(-F.col(name), "broker")).alias(f"{name}_max_broker"),
         F.min_by("broker", F.struct(F.col(name), "broker")).alias(f"{name}_min_broker"),
-        F.array_join(F.array_sort(F.collect_list(F.format_string("%d:%d", "broker", name))), ",").alias(
+        F.array_join(F.sort_array(F.collect_list(F.format_string("%d:%d", "broker", name))), ",").alias(
             f"{name}_per_broker"
         ),
     ]

@@ -33,9 +33,14 @@ def _build_with_state(frames: Frames) -> DataFrame:
         .join(frames.small_side(configs), "topic", "left")
         .withColumn("rf", F.size("replicas"))
         .withColumn("isr_size", F.size("isr"))
-        .withColumn("missing", id_list(F.array_except("replicas", "isr")))
         .withColumn("leader_live", F.coalesce(F.col("_live"), F.lit(False)))
     )
+
+
+def _with_missing(df: DataFrame) -> DataFrame:
+    """`df` with `missing`, the brokers out of sync as text: a column of a check's rows, not of the
+    shared frame, so it is formatted for the rows a check keeps, not for every partition."""
+    return df.withColumn("missing", id_list(F.array_except("replicas", "isr")))
 
 
 def _evidence() -> dict[str, F.Column]:
@@ -77,7 +82,7 @@ def offline_partitions(frames: Frames, t: Thresholds) -> DataFrame:
 
 def under_replicated(frames: Frames, t: Thresholds) -> DataFrame:
     """Partitions with a replica out of sync: one failure closer to losing data."""
-    df = _with_state(frames).where(F.col("isr_size") < F.col("rf"))
+    df = _with_missing(_with_state(frames).where(F.col("isr_size") < F.col("rf")))
     return finding_rows(
         df,
         check="under_replicated",
@@ -100,8 +105,10 @@ def under_replicated(frames: Frames, t: Thresholds) -> DataFrame:
 
 def under_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
     """Partitions that reject acks=all writes (NOT_ENOUGH_REPLICAS) right now."""
-    df = _with_state(frames).where(
-        F.col("leader").isNull() | (F.col("min_isr").isNotNull() & (F.col("isr_size") < F.col("min_isr")))
+    df = _with_missing(
+        _with_state(frames).where(
+            F.col("leader").isNull() | (F.col("min_isr").isNotNull() & (F.col("isr_size") < F.col("min_isr")))
+        )
     )
     return finding_rows(
         df,
@@ -132,7 +139,9 @@ def at_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
     Warning when a replica is out of sync; info when the topic is configured that way
     (min.insync.replicas = RF, reported by the durability checks).
     """
-    df = _with_state(frames).where(F.col("min_isr").isNotNull() & (F.col("isr_size") == F.col("min_isr")))
+    df = _with_missing(
+        _with_state(frames).where(F.col("min_isr").isNotNull() & (F.col("isr_size") == F.col("min_isr")))
+    )
     return finding_rows(
         df,
         check="at_min_isr",

@@ -7,7 +7,16 @@ import java.util.function.UnaryOperator;
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeMap;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.SortOrder;
+import org.apache.spark.sql.catalyst.optimizer.CollapseProject$;
 import org.apache.spark.sql.catalyst.plans.InnerLike;
+import org.apache.spark.sql.execution.ProjectExec;
+import org.apache.spark.sql.execution.window.WindowExec;
 import org.apache.spark.sql.execution.CoalesceExec;
 import org.apache.spark.sql.execution.QueryExecution$;
 import org.apache.spark.sql.execution.joins.BroadcastHashJoinExec;
@@ -54,7 +63,7 @@ public final class Plans {
     if (!single) {
       return plan(frame);
     }
-    SparkPlan planned = withoutBroadcasts(frame.queryExecution().sparkPlan());
+    SparkPlan planned = projectLate(withoutBroadcasts(frame.queryExecution().sparkPlan()));
     QueryExecution$ execution = QueryExecution$.MODULE$;
     SparkPlan prepared =
         execution.prepareForExecution(
@@ -85,6 +94,66 @@ public final class Plans {
           false);
     }
     return withChildren(plan, children);
+  }
+
+  /**
+   * {@code plan} (planned, not yet prepared) with its projections computed only for the rows that
+   * are kept: a top k ({@code TakeOrderedAndProjectExec}) takes its rows from below the projections
+   * under it and projects the k it keeps (a check's rows format their messages and evidence, and
+   * most of a large cluster's are not kept); a window of functions over the whole of its input that
+   * read no column (a check's {@code count(1)}, {@code findings.capped}) is computed below the
+   * projection under it, so that projection moves up to the top k above. Only deterministic
+   * projections move: the rows kept and their values are the same.
+   */
+  static SparkPlan projectLate(SparkPlan plan) {
+    plan = withChildren(plan, mapChildren(plan, Plans::projectLate));
+    if (plan instanceof WindowExec window
+        && window.partitionSpec().isEmpty()
+        && window.orderSpec().isEmpty()
+        && CollectionConverters.asJava(window.windowExpression()).stream()
+            .allMatch(e -> ((Expression) e).references().isEmpty())) {
+      // (each projection of a chain moves up as it is, carrying the window's columns: merged, one
+      // could compute a column it shares more than once per row)
+      List<ProjectExec> lifted = new ArrayList<>();
+      SparkPlan child = window.child();
+      while (child instanceof ProjectExec project && deterministic(project)) {
+        lifted.add(project);
+        child = project.child();
+      }
+      if (!lifted.isEmpty()) {
+        List<Attribute> computed = new ArrayList<>();
+        CollectionConverters.asJava(window.windowExpression()).forEach(e -> computed.add(e.toAttribute()));
+        SparkPlan moved =
+            new WindowExec(window.windowExpression(), window.partitionSpec(), window.orderSpec(), child);
+        for (int i = lifted.size() - 1; i >= 0; i--) {
+          List<NamedExpression> list = new ArrayList<>(CollectionConverters.asJava(lifted.get(i).projectList()));
+          list.addAll(computed);
+          moved = new ProjectExec(CollectionConverters.asScala(list).toList(), moved);
+        }
+        return moved;
+      }
+    }
+    if (plan instanceof TakeOrderedAndProjectExec top && top.child() instanceof ProjectExec) {
+      scala.collection.immutable.Seq<NamedExpression> projected = top.projectList();
+      List<SortOrder> order = new ArrayList<>(CollectionConverters.asJava(top.sortOrder()));
+      SparkPlan child = top.child();
+      CollapseProject$ aliases = CollapseProject$.MODULE$;
+      while (child instanceof ProjectExec project && deterministic(project)) {
+        AttributeMap<Alias> map = aliases.getAliasMap(project.projectList());
+        order.replaceAll(o -> (SortOrder) aliases.replaceAlias(o, map));
+        projected = aliases.buildCleanedProjectList(projected, project.projectList());
+        child = project.child();
+      }
+      if (child != top.child()) {
+        return new TakeOrderedAndProjectExec(
+            top.limit(), CollectionConverters.asScala(order).toList(), projected, child, top.offset());
+      }
+    }
+    return plan;
+  }
+
+  private static boolean deterministic(ProjectExec project) {
+    return CollectionConverters.asJava(project.projectList()).stream().allMatch(e -> ((Expression) e).deterministic());
   }
 
   /**

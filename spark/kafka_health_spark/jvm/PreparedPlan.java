@@ -89,6 +89,11 @@ public final class PreparedPlan {
     }
   }
 
+  /** The physical plan it runs, as Spark prints it (for benches and debugging). */
+  public String describe() {
+    return template.toString();
+  }
+
   /** Whether it runs as its prepared RDD, without a job. */
   public boolean reused() {
     return rdd != null;
