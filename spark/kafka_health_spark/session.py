@@ -87,7 +87,7 @@ OUT_OF_MEMORY_EXIT_CODE = 3
 # A driver JVM that lives for many cycles (see the module docstring).
 LONG_LIVED_JAVA_OPTIONS = (
     "-XX:GCTimeRatio=4 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
-    " -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+    " -XX:ReservedCodeCacheSize=240m"
 )
 # Static settings (read when the JVM's Spark context starts): less allocated per task.
 ALLOCATION_CONF = {"spark.buffer.pageSize": "1m", "spark.broadcast.blockSize": "256k"}

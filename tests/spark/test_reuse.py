@@ -16,7 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kafka_health.diagnose.run import run_diagnosis
@@ -137,3 +137,60 @@ def test_a_plan_run_without_a_job_stops_when_interrupted(spark: SparkSession) ->
         assert failed and "TaskKilledException: past its deadline" in str(failed[0])
     finally:
         jvm.Slots.drop("test-interrupt/")
+
+
+def _slot_frame(spark: SparkSession, name: str, frame: DataFrame) -> DataFrame:
+    jvm = spark._jvm.io.kafkahealth.spark  # type: ignore[union-attr]
+    jvm.Slots.fill(name, frame._jdf)
+    return (
+        spark.read.format(reuse.SLOT_SOURCE)
+        .schema(frame.schema)
+        .option("slot", name)
+        .option("rowsPerPartition", str(reuse.ONE_PARTITION))
+        .load()
+    )
+
+
+def test_one_partition_plans_format_only_the_rows_kept_and_hash_their_joins(spark: SparkSession) -> None:
+    """In one partition (`Plans.plan(frame, true)`), a top k projects only the k rows it keeps, a
+    count over all rows runs below the projection (as `findings.capped` counts a check's rows),
+    and a sort-merge join becomes a hash join with no sort; the rows are those Spark returns for
+    the same frame planned as usual."""
+    from kafka_health_spark.findings import capped, worst_first
+
+    jvm = spark._jvm.io.kafkahealth.spark  # type: ignore[union-attr]
+    try:
+        numbers = _slot_frame(spark, "test-late/n", spark.range(5_000).toDF("x"))
+        names = _slot_frame(
+            spark, "test-late/names", spark.range(0, 5_000, 3).select(F.col("id").alias("x"), F.lit("y").alias("y"))
+        )
+        rows = numbers.join(names, "x", "left").select(
+            F.lit("check").alias("check"),
+            F.when(F.col("x") % 7 == 0, "critical").otherwise("warning").alias("severity"),
+            F.lit("partition").alias("subject_kind"),
+            F.lit(None).cast("int").alias("broker"),
+            F.format_string("t%d", F.col("x") % 11).alias("topic"),
+            F.col("x").cast("int").alias("partition"),
+            F.col("y").alias("group"),
+            F.format_string("row %d %s", "x", F.sha2(F.col("x").cast("string"), 256)).alias("message"),
+            F.lit("{}").alias("evidence"),
+            F.lit(None).cast("string").alias("remediation"),
+        )
+
+        def planned(df: DataFrame) -> tuple[str, list[tuple[object, ...]]]:
+            plan = jvm.PreparedPlan.of(spark._jsparkSession, jvm.Plans.plan(df._jdf, True), True)
+            assert plan.reused()
+            got = [tuple(r) for r in DataFrame(plan.run(spark._jsparkSession), spark).collect()]
+            return plan.describe(), got
+
+        for df in (worst_first(rows, 20), capped(rows, 20)):
+            text, got = planned(df)
+            assert sorted(got) == sorted(tuple(r) for r in df.collect())
+            assert "SortMergeJoin" not in text and "ShuffledHashJoin" in text
+            top = text[text.index("TakeOrderedAndProject") :]
+            # below the top k, nothing formats a message: the scans, the join and the count only
+            assert "format_string" not in top.split("\n", 1)[1], text
+            assert "format_string" in top.split("\n", 1)[0]
+        assert len(got) == 20 and {r[-2] for r in got} == {5_000}, "capped: each row carries the check's total"
+    finally:
+        jvm.Slots.drop("test-late/")

@@ -14,7 +14,18 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.SortOrder;
 import org.apache.spark.sql.catalyst.optimizer.CollapseProject$;
+import org.apache.spark.sql.catalyst.optimizer.BuildLeft$;
+import org.apache.spark.sql.catalyst.optimizer.BuildRight$;
+import org.apache.spark.sql.catalyst.optimizer.BuildSide;
+import org.apache.spark.sql.catalyst.plans.ExistenceJoin;
+import org.apache.spark.sql.catalyst.plans.FullOuter$;
 import org.apache.spark.sql.catalyst.plans.InnerLike;
+import org.apache.spark.sql.catalyst.plans.JoinType;
+import org.apache.spark.sql.catalyst.plans.LeftAnti$;
+import org.apache.spark.sql.catalyst.plans.LeftOuter$;
+import org.apache.spark.sql.catalyst.plans.LeftSemi$;
+import org.apache.spark.sql.catalyst.plans.RightOuter$;
+import org.apache.spark.sql.execution.joins.SortMergeJoinExec;
 import org.apache.spark.sql.execution.ProjectExec;
 import org.apache.spark.sql.execution.window.WindowExec;
 import org.apache.spark.sql.execution.CoalesceExec;
@@ -63,7 +74,7 @@ public final class Plans {
     if (!single) {
       return plan(frame);
     }
-    SparkPlan planned = projectLate(withoutBroadcasts(frame.queryExecution().sparkPlan()));
+    SparkPlan planned = projectLate(hashJoins(withoutBroadcasts(frame.queryExecution().sparkPlan())));
     QueryExecution$ execution = QueryExecution$.MODULE$;
     SparkPlan prepared =
         execution.prepareForExecution(
@@ -94,6 +105,48 @@ public final class Plans {
           false);
     }
     return withChildren(plan, children);
+  }
+
+  /**
+   * {@code plan} (planned, not yet prepared) with its sort-merge joins made shuffled hash joins: in
+   * one partition both sides of a sort-merge join are sorted whole before a row comes out, where a
+   * hash join hashes one side and streams the other. The build side is the right one, as Spark's
+   * planner chooses it without statistics (the left for a right outer join). A hash join holds its
+   * build side in memory, without spilling: at a million partitions measured to fit the chart's
+   * driver (docs/diagnostics.md).
+   */
+  static SparkPlan hashJoins(SparkPlan plan) {
+    List<SparkPlan> children = mapChildren(plan, Plans::hashJoins);
+    if (plan instanceof SortMergeJoinExec join && !join.isSkewJoin()) {
+      BuildSide side = buildSide(join.joinType());
+      if (side != null) {
+        return new ShuffledHashJoinExec(
+            join.leftKeys(),
+            join.rightKeys(),
+            join.joinType(),
+            side,
+            join.condition(),
+            children.get(0),
+            children.get(1),
+            false);
+      }
+    }
+    return withChildren(plan, children);
+  }
+
+  private static BuildSide buildSide(JoinType type) {
+    if (type instanceof InnerLike
+        || type == LeftOuter$.MODULE$
+        || type == LeftSemi$.MODULE$
+        || type == LeftAnti$.MODULE$
+        || type == FullOuter$.MODULE$
+        || type instanceof ExistenceJoin) {
+      return BuildRight$.MODULE$;
+    }
+    if (type == RightOuter$.MODULE$) {
+      return BuildLeft$.MODULE$;
+    }
+    return null;
   }
 
   /**
