@@ -85,6 +85,11 @@ PARAM_FUNCTION = "kafka_health_param"
 ONE_PARTITION = 2**31 - 1  # rows per partition of a slot read in one partition
 # The largest cluster whose plans run in one partition, without jobs (`ReusedPlans`).
 ONE_PARTITION_MAX_PARTITIONS = 1_000_000  # measured faster at 10k, 100k and 1M (docs/diagnostics.md)
+# The largest cluster whose checks (and shared slots) run side by side, `CONCURRENT_CHECKS` at a
+# time; a larger one's run one at a time, beside the summary. At 1M partitions the rows the
+# checks hold at once kept a 2g heap collecting: one at a time was faster (6.4 s against 7.8 s
+# with four; docs/diagnostics.md); at 100k side by side is.
+SIDE_BY_SIDE_MAX_PARTITIONS = 100_000
 # The frames every check reads, each a slot filled every cycle: the snapshot's parts, then the
 # history windows (filled from the policy's `SlotWindows`).
 SNAPSHOT_INPUTS = (
@@ -224,9 +229,10 @@ class ReusedPlans:
             self._build(shape, now, totals, selected)
         self._fill_inputs(arrow, now, windows, thresholds)
         cap = thresholds.max_findings_per_check
+        side_by_side = CONCURRENT_CHECKS if totals.partition_count <= SIDE_BY_SIDE_MAX_PARTITIONS else 1
         with (
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as side,
-            ThreadPoolExecutor(max_workers=CONCURRENT_CHECKS, thread_name_prefix="check") as pool,
+            ThreadPoolExecutor(max_workers=side_by_side, thread_name_prefix="check") as pool,
         ):
             # The shared slots are filled again first, side by side, each after the shared
             # slots it reads; a plan runs once the shared slots it reads are filled. (A new

@@ -23,12 +23,16 @@ uses. A warm 10k-partition cycle then peaks at 1,479 MiB for Python and the JVM 
 instead of 1,707 MiB (the whole 1g heap committed), at the same speed, and 100k still runs in
 the 1g default (2,054 MiB); measured with bench/diagnose_bench.py --mode operator.
 
-It also compiles with HotSpot's first JIT tier only (C1). Every cycle brings new generated
-classes (each carries the cycle's times), and the optimizing compiler (C2) spent ~2.5 of a warm
-10k cycle's ~9 CPU-seconds compiling them and re-compiling Spark's code around them; C1 compiles
-them for a tenth of that and the code it makes is fast enough for tables of this size. C1 alone
-gets a 48 MB code cache by default, which fills within the first cycles (the JIT then stops for
-good), so the cache is reserved at tiered compilation's default, 240 MB.
+A driver that runs a policy's plans again every cycle (a local master with the plan jar:
+`reuse`) compiles with both of HotSpot's JIT tiers: its generated classes are made once, so the
+optimizing compiler (C2) compiles them and Spark's code around them once, and a warm 1M-partition
+cycle's checks then ran in 7.0 s of serial time instead of 11.5 s with the first tier only (C1)
+(docs/diagnostics.md, 2026-11-26). A driver that builds its plans every cycle (another master, or
+no plan jar) compiles with C1 only: every cycle brings new generated classes (each carries the
+cycle's times), and C2 spent ~2.5 of a warm 10k cycle's ~9 CPU-seconds compiling them and
+re-compiling Spark's code around them; C1 compiles them for a tenth of that. C1 alone gets a
+48 MB code cache by default, which fills within the first cycles (the JIT then stops for good),
+so the cache is reserved at tiered compilation's default, 240 MB, either way.
 
 Every session also cuts what each task allocates, so the collector runs less often (a Spark
 Connect session gets only the aggregation map setting; the others are static): a hash
@@ -86,9 +90,10 @@ EXIT_ON_OUT_OF_MEMORY = "-XX:+ExitOnOutOfMemoryError"
 OUT_OF_MEMORY_EXIT_CODE = 3
 # A driver JVM that lives for many cycles (see the module docstring).
 LONG_LIVED_JAVA_OPTIONS = (
-    "-XX:GCTimeRatio=4 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30"
-    " -XX:ReservedCodeCacheSize=240m"
+    "-XX:GCTimeRatio=4 -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:ReservedCodeCacheSize=240m"
 )
+# ... whose plans are built every cycle (no plan jar, or not a local master): C1 only.
+REBUILT_PLANS_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 # Static settings (read when the JVM's Spark context starts): less allocated per task.
 ALLOCATION_CONF = {"spark.buffer.pageSize": "1m", "spark.broadcast.blockSize": "256k"}
 # Static too: how many finished jobs, stages, tasks and SQL executions Spark's status store keeps
@@ -181,12 +186,13 @@ def get_session(
         # No class archive for a JVM that lives for days: mapped, it added ~590 MiB to the
         # operator's peak RSS at 10k partitions (2,003 vs 1,415 MiB) to save ~4 s once at start.
         java_options += f" {class_archive.JVM_LOG_TO_STDERR} {LONG_LIVED_JAVA_OPTIONS}"
-        if starts_jvm and target.startswith("local"):
-            # The slot data source a policy's reused plans read (`reuse`); only a local master's
-            # tasks share the driver's JVM, where the slots are.
-            jar = plan_jar.ensure()
-            if jar is not None:
-                runtime = {"spark.driver.extraClassPath": str(jar), **runtime}
+        # The slot data source a policy's reused plans read (`reuse`); only a local master's
+        # tasks share the driver's JVM, where the slots are.
+        jar = plan_jar.ensure() if starts_jvm and target.startswith("local") else None
+        if jar is not None:
+            runtime = {"spark.driver.extraClassPath": str(jar), **runtime}
+        else:
+            java_options += f" {REBUILT_PLANS_JAVA_OPTIONS}"
     builder = (
         SparkSession.builder.master(target)
         .appName(app_name)

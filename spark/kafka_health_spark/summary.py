@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from kafka_health.models.findings import BrokerSummary, DiagnosisSummary, SeriesPoint
-from kafka_health_spark.checks import replicas_per_broker
+from kafka_health_spark.checks import leadership_per_broker, replicas_per_broker
 from kafka_health_spark.checks.disk import disk_now
 from kafka_health_spark.frames import Frames, Totals
 
@@ -33,17 +33,9 @@ def summarize(frames: Frames) -> DiagnosisSummary:
 
 def summary_rows(frames: Frames) -> DataFrame:
     """The summary's one query: its three parts as one union of rows tagged with their part."""
-    p = frames.partitions
     hosted = replicas_per_broker(frames).withColumnRenamed("replicas", "partitions")
-    led = (
-        p.where(F.col("leader").isNotNull())
-        .groupBy(F.col("leader").alias("broker"))
-        .agg(F.count(F.lit(1)).alias("leaders"))
-    )
-    preferred = (
-        p.where(F.size("replicas") > 0)
-        .groupBy(F.element_at("replicas", 1).alias("broker"))
-        .agg(F.count(F.lit(1)).alias("preferred_leaders"))
+    leadership = leadership_per_broker(frames).select(
+        "broker", "leaders", F.col("preferred").alias("preferred_leaders")
     )
     disk = disk_now(frames).select("broker", "used_bytes", "total_bytes", "usable_bytes")
     ids = (
@@ -55,24 +47,27 @@ def summary_rows(frames: Frames) -> DataFrame:
     brokers = (
         ids.join(frames.brokers.select("broker", "alive"), "broker", "left")
         .join(hosted, "broker", "left")
-        .join(led, "broker", "left")
-        .join(preferred, "broker", "left")
+        .join(leadership, "broker", "left")
         .join(disk, "broker", "left")
         .fillna(0, subset=["partitions", "leaders", "preferred_leaders"])
     )
 
-    lag = (
-        frames.group_offset_samples.where(F.col("committed_offset").isNotNull())
-        .groupBy("group_id", "ts")
-        .agg(F.sum(F.greatest(F.col("log_end_offset") - F.col("committed_offset"), F.lit(0))).alias("lag"))
-    )
+    offsets = frames.group_offset_samples.where(F.col("committed_offset").isNotNull())
+
+    def lag_per_group(samples: DataFrame) -> DataFrame:
+        return samples.groupBy("group_id", "ts").agg(
+            F.sum(F.greatest(F.col("log_end_offset") - F.col("committed_offset"), F.lit(0))).alias("lag")
+        )
+
+    # The groups with the most lag now, from the snapshot's own sample; then the series of those
+    # groups only: the window's other rows are not summed (the window holds an hour of samples).
     top = (
-        lag.where(F.col("ts") == frames.now_col)
+        lag_per_group(offsets.where(F.col("ts") == frames.now_col))
         .orderBy(F.col("lag").desc(), "group_id")
         .limit(TOP_GROUPS)
         .select("group_id")
     )
-    lag_series = lag.join(top, "group_id").select(
+    lag_series = lag_per_group(offsets.join(top, "group_id", "left_semi")).select(
         F.lit(LAG).alias("part"),
         F.col("group_id").alias("key"),
         F.unix_micros("ts").alias("us"),

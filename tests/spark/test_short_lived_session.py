@@ -11,10 +11,12 @@ import time
 import pytest
 from pyspark.sql import SparkSession
 
+from kafka_health_spark import reuse
 from kafka_health_spark.session import (
     ALLOCATION_CONF,
     EXIT_ON_OUT_OF_MEMORY,
     LONG_LIVED_JAVA_OPTIONS,
+    REBUILT_PLANS_JAVA_OPTIONS,
     SHORT_LIVED_CONF,
     SHORT_LIVED_JAVA_OPTIONS,
     STATUS_RETENTION_CONF,
@@ -64,6 +66,10 @@ def test_a_long_lived_jvm_grows_its_heap_only_as_needed(spark: SparkSession) -> 
     assert set(LONG_LIVED_JAVA_OPTIONS.split()) <= set(running), running
     assert EXIT_ON_OUT_OF_MEMORY in running  # an out-of-heap JVM exits: tests/spark/test_driver_exit.py
     assert "-XX:+UseSerialGC" not in running  # the one-shot's collector: thrashes a 1g heap at 100k
+    # Its plans are reused (a local master, the plan jar), their code generated once: C2 compiles
+    # it too (C1 only is for a driver that builds its plans every cycle).
+    assert reuse.available(spark)
+    assert REBUILT_PLANS_JAVA_OPTIONS not in running, running
 
 
 def test_a_long_lived_jvm_keeps_room_for_compiled_code(spark: SparkSession) -> None:

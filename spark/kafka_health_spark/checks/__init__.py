@@ -36,6 +36,40 @@ def replicas_per_broker(frames: Frames) -> DataFrame:
     )
 
 
+def leadership_per_broker(frames: Frames) -> DataFrame:
+    """Per broker (`broker`, `leaders`, `preferred`, `preferred_led`): the partitions it leads, the
+    partitions whose preferred replica (the first listed) it is, and those of them that have a
+    leader. Read by `leader_skew` and the summary, so counted in one pass over the partitions."""
+
+    def build(f: Frames) -> DataFrame:
+        preferred = F.when(F.size("replicas") > 0, F.element_at("replicas", 1))
+        votes = f.partitions.select(
+            F.explode(
+                F.array(
+                    F.struct(
+                        F.col("leader").alias("broker"),
+                        F.lit(1).alias("led"),
+                        F.lit(0).alias("pref"),
+                        F.lit(0).alias("pref_led"),
+                    ),
+                    F.struct(
+                        preferred.alias("broker"),
+                        F.lit(0).alias("led"),
+                        F.lit(1).alias("pref"),
+                        F.col("leader").isNotNull().cast("int").alias("pref_led"),
+                    ),
+                )
+            ).alias("v")
+        ).where(F.col("v.broker").isNotNull())
+        return votes.groupBy("v.broker").agg(
+            F.sum("v.led").alias("leaders"),
+            F.sum("v.pref").alias("preferred"),
+            F.sum("v.pref_led").alias("preferred_led"),
+        )
+
+    return frames.shared("leadership_per_broker", build, materialize=True)
+
+
 def all_checks() -> list[Check]:
     """Every check, in the order a reader meets them in docs/diagnostics.md."""
     from kafka_health_spark.checks import (

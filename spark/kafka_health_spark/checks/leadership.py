@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_health.models.findings import Severity, SubjectKind
-from kafka_health_spark.checks import Check
+from kafka_health_spark.checks import Check, leadership_per_broker
 from kafka_health_spark.findings import PREFERRED_LEADER_ELECTION, finding_rows
 from kafka_health_spark.frames import Frames
 from kafka_health_spark.thresholds import Thresholds
@@ -88,19 +88,9 @@ def _spread(name: str) -> list[F.Column]:
 
 def leader_skew(frames: Frames, t: Thresholds) -> DataFrame:
     """Leader counts spread across live brokers wider than the threshold allows."""
-    # One pass over the partitions counts both the leaders and the preferred leaders per broker.
-    votes = frames.partitions.where(F.col("leader").isNotNull()).select(
-        F.explode(
-            F.array(
-                F.struct(F.col("leader").alias("broker"), F.lit(1).alias("led"), F.lit(0).alias("pref")),
-                F.struct(
-                    F.element_at("replicas", 1).alias("broker"), F.lit(0).alias("led"), F.lit(1).alias("pref")
-                ),
-            )
-        ).alias("v")
-    )
-    per_broker = votes.groupBy("v.broker").agg(
-        F.sum("v.led").alias("leaders"), F.sum("v.pref").alias("preferred")
+    # The preferred leaders of partitions that have a leader (an offline partition leads nowhere).
+    per_broker = leadership_per_broker(frames).select(
+        "broker", "leaders", F.col("preferred_led").alias("preferred")
     )
     counts = _alive(frames).join(per_broker, "broker", "left").fillna(0, subset=["leaders", "preferred"])
     stats = counts.agg(*_spread("leaders"), *_spread("preferred"))
