@@ -162,7 +162,9 @@ def test_one_partition_plans_format_only_the_rows_kept_and_hash_their_joins(spar
     try:
         numbers = _slot_frame(spark, "test-late/n", spark.range(5_000).toDF("x"))
         names = _slot_frame(
-            spark, "test-late/names", spark.range(0, 5_000, 3).select(F.col("id").alias("x"), F.lit("y").alias("y"))
+            spark,
+            "test-late/names",
+            spark.range(0, 5_000, 3).select(F.col("id").alias("x"), F.lit("y").alias("y")),
         )
         rows = numbers.join(names, "x", "left").select(
             F.lit("check").alias("check"),
@@ -191,6 +193,8 @@ def test_one_partition_plans_format_only_the_rows_kept_and_hash_their_joins(spar
             # below the top k, nothing formats a message: the scans, the join and the count only
             assert "format_string" not in top.split("\n", 1)[1], text
             assert "format_string" in top.split("\n", 1)[0]
-        assert len(got) == 20 and {r[-2] for r in got} == {5_000}, "capped: each row carries the check's total"
+        assert len(got) == 20 and {r[-2] for r in got} == {5_000}, (
+            "capped: each row carries the check's total"
+        )
     finally:
         jvm.Slots.drop("test-late/")
