@@ -359,18 +359,20 @@ def run_operator_mode(args: argparse.Namespace, sizes: list[int]) -> None:
                 f"cpu {statistics.median(r['cpu_s']):5.2f} s  peak {r['peak_mib']:6.0f} MiB",
                 flush=True,
             )
-        spark, duck = by_engine.get("spark"), by_engine.get("duckdb")
-        if spark and duck:
+        duck = by_engine.get("duckdb")
+        for name, spark in by_engine.items():
+            if not name.startswith("spark") or duck is None:
+                continue
             ratio = statistics.median(spark["diagnose_s"]) / statistics.median(duck["diagnose_s"])
             same = spark["counts"] == duck["counts"]
-            print(f"  {size:>9,} spark / duckdb warm diagnosis: {ratio:.1f}x; engines agree: {same}")
+            print(f"  {size:>9,} {name} / duckdb warm diagnosis: {ratio:.1f}x; engines agree: {same}")
             if not same:
                 diff = {
                     k: (spark["counts"].get(k), duck["counts"].get(k))
                     for k in set(spark["counts"]) | set(duck["counts"])
                     if spark["counts"].get(k) != duck["counts"].get(k)
                 }
-                print(f"  !! engines disagree on {size}: {diff}")
+                print(f"  !! {name} and duckdb disagree on {size}: {diff}")
     print()
     print(
         f"{'partitions':>10}  {'engine':<13}{'first':>8}{'diagnose':>10}{'cycle':>9}{'cpu/cycle':>11}{'peak RSS':>11}"
