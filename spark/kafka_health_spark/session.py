@@ -26,7 +26,7 @@ the 1g default (2,054 MiB); measured with bench/diagnose_bench.py --mode operato
 A driver that runs a policy's plans again every cycle (a local master with the plan jar:
 `reuse`) compiles with both of HotSpot's JIT tiers: its generated classes are made once, so the
 optimizing compiler (C2) compiles them and Spark's code around them once, and a warm 1M-partition
-cycle then took 6.6–7.0 s of serial time instead of 11.5 s with the first tier only (C1)
+cycle then took 6.6 to 7.0 s of serial time instead of 11.5 s with the first tier only (C1)
 (docs/diagnostics.md, 2026-11-26). A driver that builds its plans every cycle (another master, or
 no plan jar) compiles with C1 only: every cycle brings new generated classes (each carries the
 cycle's times), and C2 spent ~2.5 of a warm 10k cycle's ~9 CPU-seconds compiling them and
