@@ -78,35 +78,22 @@ def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
         .limit(t.lag_window_samples)
         .agg(F.min("ts").alias("cutoff"))
     )
-    # A hash of the key leads the window's partitioning: the sort under the window compares a long
-    # first (distinct keys rarely share one), not strings that share their first bytes (group names
-    # mostly do); the key itself still partitions, so rows of two keys are never mixed.
-    recent = (
-        samples.crossJoin(F.broadcast(cutoff))
-        .where(F.col("ts") >= F.col("cutoff"))
-        .withColumn("_key_hash", F.xxhash64(*key))
-    )
-    w = Window.partitionBy("_key_hash", *key).orderBy("ts")
+    recent = samples.crossJoin(F.broadcast(cutoff)).where(F.col("ts") >= F.col("cutoff"))
+    w = Window.partitionBy(*key).orderBy("ts")
     stepped = recent.withColumn("prev_committed", F.lag("committed_offset").over(w)).withColumn(
         "prev_lag", F.lag("lag").over(w)
     )
-    per_partition = (
-        stepped.groupBy("_key_hash", *key)
-        .agg(
-            F.count(F.lit(1)).alias("samples"),
-            F.max("ts").alias("last_ts"),
-            F.max_by("lag", "ts").alias("lag"),
-            F.max_by("committed_offset", "ts").alias("committed_offset"),
-            F.max_by("log_end_offset", "ts").alias("log_end_offset"),
-            F.min("lag").alias("min_lag"),
-            F.sum(F.when(F.col("committed_offset") < F.col("prev_committed"), 1).otherwise(0)).alias(
-                "rewinds"
-            ),
-            F.min("committed_offset").alias("min_committed"),
-            F.max("committed_offset").alias("max_committed"),
-            F.sum(F.when(F.col("lag") < F.col("prev_lag"), 1).otherwise(0)).alias("lag_decreases"),
-        )
-        .drop("_key_hash")
+    per_partition = stepped.groupBy(*key).agg(
+        F.count(F.lit(1)).alias("samples"),
+        F.max("ts").alias("last_ts"),
+        F.max_by("lag", "ts").alias("lag"),
+        F.max_by("committed_offset", "ts").alias("committed_offset"),
+        F.max_by("log_end_offset", "ts").alias("log_end_offset"),
+        F.min("lag").alias("min_lag"),
+        F.sum(F.when(F.col("committed_offset") < F.col("prev_committed"), 1).otherwise(0)).alias("rewinds"),
+        F.min("committed_offset").alias("min_committed"),
+        F.max("committed_offset").alias("max_committed"),
+        F.sum(F.when(F.col("lag") < F.col("prev_lag"), 1).otherwise(0)).alias("lag_decreases"),
     )
     # Only partitions the group still has committed offsets for in the snapshot being diagnosed.
     current = per_partition.where(F.col("last_ts") == frames.now_col)
