@@ -113,10 +113,9 @@ INPUT_SCHEMAS: dict[str, T.StructType] = {
 SAMPLED = ("broker_samples", "group_samples", "group_offset_samples")
 
 
-def jvm_rows(spark: SparkSession, rows: pa.Table, schema: T.StructType) -> JavaObject:
-    """`rows` as Spark keeps rows, in the driver JVM (`Slots.fromArrow`): sent as PySpark's
-    `createDataFrame` sends an Arrow table, but decoded without a Dataset, so no plan over the
-    rows is analysed (at 100k partitions that analysis cost more than the checks read)."""
+def _to_jvm(spark: SparkSession, rows: pa.Table, schema: T.StructType) -> tuple[JavaObject, str]:
+    """`rows`'s Arrow record batches sent to the driver JVM, as PySpark's `createDataFrame` sends
+    an Arrow table (an iterator of them there), and the session's time zone."""
     sc = spark.sparkContext
     jvm = sc._jvm
     assert jvm is not None
@@ -127,8 +126,22 @@ def jvm_rows(spark: SparkSession, rows: pa.Table, schema: T.StructType) -> JavaO
         lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path),
         lambda: jvm.ArrowIteratorServer(),
     )
-    time_zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
-    return jvm.io.kafkahealth.spark.Slots.fromArrow(jiter, schema.json(), time_zone)
+    return jiter, spark.conf.get("spark.sql.session.timeZone") or "UTC"
+
+
+def jvm_rows(spark: SparkSession, rows: pa.Table, schema: T.StructType) -> JavaObject:
+    """`rows` as Spark keeps rows, in the driver JVM (`Slots.fromArrow`): decoded without a
+    Dataset, so no plan over the rows is analysed (at 100k partitions that analysis cost more
+    than the checks read)."""
+    jiter, time_zone = _to_jvm(spark, rows, schema)
+    return spark._jvm.io.kafkahealth.spark.Slots.fromArrow(jiter, schema.json(), time_zone)  # type: ignore[union-attr]
+
+
+def put_columns(spark: SparkSession, slot: str, rows: pa.Table, schema: T.StructType) -> int:
+    """Keep `rows` under `slot` as Arrow columns, as they came (`Slots.putColumns`): no row is
+    decoded, and the columns live off the JVM's heap. Read by a scan with `columns` set."""
+    jiter, time_zone = _to_jvm(spark, rows, schema)
+    return int(spark._jvm.io.kafkahealth.spark.Slots.putColumns(slot, jiter, schema.json(), time_zone))  # type: ignore[union-attr]
 
 
 def available(spark: SparkSession) -> bool:
@@ -281,7 +294,12 @@ class ReusedPlans:
         computed by a plan over the snapshot's slots (in one partition: no job)."""
         for name in SNAPSHOT_INPUTS:
             self._go_on()
-            self._jvm.Slots.put(self._slot(name), jvm_rows(self.spark, arrow[name], SNAPSHOT_SCHEMAS[name]))
+            if self._single:
+                put_columns(self.spark, self._slot(name), arrow[name], SNAPSHOT_SCHEMAS[name])
+            else:
+                self._jvm.Slots.put(
+                    self._slot(name), jvm_rows(self.spark, arrow[name], SNAPSHOT_SCHEMAS[name])
+                )
         micros = (now - EPOCH) // timedelta(microseconds=1)
         self._jvm.Slots.setParam(self._slot("now"), micros)
         for slot, plan in self._samples:
@@ -298,6 +316,10 @@ class ReusedPlans:
             .schema(schema)
             .option("slot", self._slot(name))
             .option("rowsPerPartition", str(ONE_PARTITION if self._single else ROWS_PER_PARTITION))
+            # (sized when planned, so a hash join in one partition builds its smaller side)
+            .option("statistics", str(self._single).lower())
+            # (in one partition the snapshot's parts are kept as Arrow columns: `_fill_inputs`)
+            .option("columns", str(self._single and name in SNAPSHOT_INPUTS).lower())
             .load()
         )
 

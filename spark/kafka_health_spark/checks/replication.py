@@ -22,7 +22,7 @@ from kafka_health_spark.thresholds import Thresholds
 
 
 def _with_state(frames: Frames) -> DataFrame:
-    return frames.shared("replication.with_state", _build_with_state, materialize=True)
+    return frames.shared("replication.with_state", _build_with_state, materialize=False)
 
 
 def _build_with_state(frames: Frames) -> DataFrame:

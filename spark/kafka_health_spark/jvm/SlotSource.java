@@ -2,9 +2,11 @@ package io.kafkahealth.spark;
 
 import java.util.EnumSet;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
@@ -16,17 +18,28 @@ import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * A data source over a {@link Slots} slot: {@code spark.read.format(SlotSource.class.getName())
  * .schema(schema).option("slot", name).load()}. Its partitions are counted, and its rows read,
  * when the plan runs: a plan planned once reads the slot's rows of the current cycle.
+ *
+ * <p>With {@code statistics} set, a scan reports the slot's rows and bytes as they are when the
+ * plan is planned, so Spark's planner sizes its joins from them (which side a hash join builds).
  */
 public final class SlotSource implements TableProvider {
   public static final String SLOT = "slot";
   public static final String ROWS_PER_PARTITION = "rowsPerPartition";
+  public static final String STATISTICS = "statistics";
+  /** Read the slot's columns ({@link Slots#putColumns}), in one partition, as Spark reads columns. */
+  public static final String COLUMNS = "columns";
+  /** How many of a slot's rows are measured to estimate its bytes. */
+  static final int MEASURED_ROWS = 1_000;
 
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
@@ -45,18 +58,24 @@ public final class SlotSource implements TableProvider {
       throw new IllegalArgumentException("option 'slot' is required");
     }
     String per = properties.getOrDefault(ROWS_PER_PARTITION, "100000");
-    return new SlotTable(slot, schema, Integer.parseInt(per));
+    boolean statistics = Boolean.parseBoolean(properties.getOrDefault(STATISTICS, "false"));
+    boolean columns = Boolean.parseBoolean(properties.getOrDefault(COLUMNS, "false"));
+    return new SlotTable(slot, schema, Integer.parseInt(per), statistics, columns);
   }
 
   static final class SlotTable implements SupportsRead {
     private final String slot;
     private final StructType schema;
     private final int rowsPerPartition;
+    private final boolean statistics;
+    private final boolean columns;
 
-    SlotTable(String slot, StructType schema, int rowsPerPartition) {
+    SlotTable(String slot, StructType schema, int rowsPerPartition, boolean statistics, boolean columns) {
       this.slot = slot;
       this.schema = schema;
       this.rowsPerPartition = rowsPerPartition;
+      this.statistics = statistics;
+      this.columns = columns;
     }
 
     @Override
@@ -77,19 +96,46 @@ public final class SlotSource implements TableProvider {
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-      return () -> new SlotScan(slot, schema, rowsPerPartition);
+      return () -> new SlotScan(slot, schema, rowsPerPartition, statistics, columns);
     }
   }
 
-  static final class SlotScan implements Scan, Batch {
+  static final class SlotScan implements Scan, Batch, SupportsReportStatistics {
     private final String slot;
     private final StructType schema;
     private final int rowsPerPartition;
+    private final boolean statistics;
+    private final boolean columns;
 
-    SlotScan(String slot, StructType schema, int rowsPerPartition) {
+    SlotScan(String slot, StructType schema, int rowsPerPartition, boolean statistics, boolean columns) {
       this.slot = slot;
       this.schema = schema;
       this.rowsPerPartition = rowsPerPartition;
+      this.statistics = statistics;
+      this.columns = columns;
+    }
+
+    /** The slot's rows, and its bytes estimated from its first {@link #MEASURED_ROWS} rows (none
+     * reported without {@code statistics}: Spark then assumes a table too large to broadcast). */
+    @Override
+    public Statistics estimateStatistics() {
+      if (!statistics) {
+        return new Sized(OptionalLong.empty(), OptionalLong.empty());
+      }
+      if (columns) {
+        Slots.Columns held = Slots.columns(slot);
+        return new Sized(OptionalLong.of(Math.max(1, held.bytes())), OptionalLong.of(held.count()));
+      }
+      Slots.Held held = Slots.rows(slot);
+      long measured = 0;
+      long bytes = 0;
+      for (InternalRow[] chunk : held.chunks()) {
+        for (int i = 0; i < chunk.length && measured < MEASURED_ROWS; i++, measured++) {
+          bytes += chunk[i] instanceof UnsafeRow row ? row.getSizeInBytes() : schema.defaultSize();
+        }
+      }
+      long perRow = measured == 0 ? schema.defaultSize() : Math.max(1, bytes / measured);
+      return new Sized(OptionalLong.of(perRow * held.count()), OptionalLong.of(held.count()));
     }
 
     @Override
@@ -115,11 +161,14 @@ public final class SlotSource implements TableProvider {
     /** Called each time a copy of a planned plan runs: the slot's rows of now. */
     @Override
     public InputPartition[] planInputPartitions() {
+      if (columns) {
+        return new InputPartition[] {new SlotPartition(slot, 0, 1, true)};
+      }
       int rows = Slots.rows(slot).count();
       int n = Math.max(1, (rows + rowsPerPartition - 1) / rowsPerPartition);
       InputPartition[] parts = new InputPartition[n];
       for (int i = 0; i < n; i++) {
-        parts[i] = new SlotPartition(slot, i, n);
+        parts[i] = new SlotPartition(slot, i, n, false);
       }
       return parts;
     }
@@ -130,10 +179,22 @@ public final class SlotSource implements TableProvider {
     }
   }
 
-  record SlotPartition(String slot, int index, int count) implements InputPartition {}
+  record SlotPartition(String slot, int index, int count, boolean columns) implements InputPartition {}
+
+  record Sized(OptionalLong sizeInBytes, OptionalLong numRows) implements Statistics {}
 
   static final class SlotReaderFactory implements PartitionReaderFactory {
     private static final long serialVersionUID = 1L;
+
+    @Override
+    public boolean supportColumnarReads(InputPartition partition) {
+      return ((SlotPartition) partition).columns();
+    }
+
+    @Override
+    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+      return new BatchReader(Slots.columns(((SlotPartition) partition).slot()).batches());
+    }
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
@@ -184,5 +245,28 @@ public final class SlotSource implements TableProvider {
 
     @Override
     public void close() {}
+  }
+
+  /** A slot's record batches, one after another. */
+  static final class BatchReader implements PartitionReader<ColumnarBatch> {
+    private final ColumnarBatch[] batches;
+    private int next = -1;
+
+    BatchReader(ColumnarBatch[] batches) {
+      this.batches = batches;
+    }
+
+    @Override
+    public boolean next() {
+      return ++next < batches.length;
+    }
+
+    @Override
+    public ColumnarBatch get() {
+      return batches[next];
+    }
+
+    @Override
+    public void close() {} // (the slot owns the columns: Slots frees them)
   }
 }
