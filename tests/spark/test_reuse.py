@@ -198,3 +198,60 @@ def test_one_partition_plans_format_only_the_rows_kept_and_hash_their_joins(spar
         )
     finally:
         jvm.Slots.drop("test-late/")
+
+
+def test_one_partition_hashes_small_sides_where_read_from_the_current_rows(spark: SparkSession) -> None:
+    """In one partition a small join side (by the slots' statistics) becomes a broadcast hash join
+    whose side is hashed in the plan's own run (`LocalBroadcastExec`: no broadcast job), and the
+    snapshot's parts are read as Arrow columns (`Slots.putColumns`). The same prepared plan, run
+    again after its slots changed (keys unique, then repeated, then no rows at all), returns what
+    Spark returns for the frame planned as usual every time: the code generated for the first
+    rows does not assume their keys unique or their side empty."""
+    import pyarrow as pa
+    from pyspark.sql import types as T
+
+    jvm = spark._jvm.io.kafkahealth.spark  # type: ignore[union-attr]
+    big_schema = T.StructType([T.StructField("k", T.IntegerType()), T.StructField("v", T.StringType())])
+    small_schema = T.StructType([T.StructField("k", T.IntegerType()), T.StructField("w", T.StringType())])
+
+    def put(slot: str, keys: list[int], text: str, schema: T.StructType) -> None:
+        table = pa.table({"k": pa.array(keys, pa.int32()), schema.names[1]: [f"{text}{k}" for k in keys]})
+        assert reuse.put_columns(spark, slot, table, schema) == len(keys)
+
+    def read(slot: str, schema: T.StructType) -> DataFrame:
+        return (
+            spark.read.format(reuse.SLOT_SOURCE)
+            .schema(schema)
+            .option("slot", slot)
+            .option("rowsPerPartition", str(reuse.ONE_PARTITION))
+            .option("statistics", "true")
+            .option("columns", "true")
+            .load()
+        )
+
+    try:
+        put("test-local/big", list(range(20_000)), "v", big_schema)
+        put("test-local/small", list(range(0, 300, 3)), "w", small_schema)
+
+        def frames() -> list[DataFrame]:  # (new frames: a frame run again keeps its shuffles' rows)
+            big, small = read("test-local/big", big_schema), read("test-local/small", small_schema)
+            return [big.join(small, "k", "left"), big.join(small, "k"), small.join(big, "k")]
+
+        plans = [
+            jvm.PreparedPlan.of(spark._jsparkSession, jvm.Plans.plan(df._jdf, True), True) for df in frames()
+        ]
+        for plan in plans:
+            text = plan.describe()
+            assert plan.reused(), text
+            assert "LocalBroadcast" in text and "BroadcastHashJoin" in text, text
+            assert "BroadcastExchange" not in text and "SortMergeJoin" not in text, text
+        for keys in (list(range(0, 300, 3)), [1, 1, 1, 5, 5, 19_999], []):
+            put("test-local/small", keys, "w", small_schema)
+            for df, plan in zip(frames(), plans, strict=True):
+                got = sorted(tuple(r) for r in DataFrame(plan.run(spark._jsparkSession), spark).collect())
+                want = sorted(tuple(r) for r in df.collect())
+                assert got == want, f"keys {keys[:6]}"
+            assert len(DataFrame(plans[1].run(spark._jsparkSession), spark).collect()) == len(keys)
+    finally:
+        jvm.Slots.drop("test-local/")
+    assert jvm.Slots.count("test-local/big") == 0, "drop() freed the columns"
