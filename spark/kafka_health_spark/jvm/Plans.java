@@ -75,8 +75,10 @@ public final class Plans {
   }
 
   /**
-   * {@link #plan}, or when {@code single}: planned, its broadcasts taken out (a broadcast is a job
-   * of its own, {@link #withoutBroadcasts}), prepared for execution, then {@link #inOnePartition}.
+   * {@link #plan}, or when {@code single}: planned, its nested-loop broadcasts taken out (a
+   * broadcast is a job of its own, {@link #withoutBroadcasts}), its joins hashed
+   * ({@link #hashJoins}), its projections moved late ({@link #projectLate}), prepared for
+   * execution, then {@link #inOnePartition}.
    */
   public static SparkPlan plan(Dataset<?> frame, boolean single) {
     if (!single) {
