@@ -22,7 +22,9 @@ from kafka_health_spark.thresholds import Thresholds
 
 
 def _with_state(frames: Frames) -> DataFrame:
-    return frames.shared("replication.with_state", _build_with_state, materialize=False)
+    # (not materialized: copying every partition's joined row cost more than each check joining
+    # again, after its own filter; docs/diagnostics.md, "2026-11-26 (night)")
+    return frames.shared("replication.with_state", _build_with_state)
 
 
 def _build_with_state(frames: Frames) -> DataFrame:

@@ -50,8 +50,7 @@ public final class Slots {
    * a local relation (a frame built from Arrow) is collected without a Spark job. */
   public static int fill(String slot, Dataset<?> rows) {
     InternalRow[] collected = collect(rows);
-    dropColumns(slot);
-    ROWS.put(slot, Held.of(collected));
+    keep(slot, Held.of(collected));
     return collected.length;
   }
 
@@ -116,16 +115,14 @@ public final class Slots {
 
   /** Keep {@code rows} under {@code slot}; returns how many. */
   public static int put(String slot, InternalRow[] rows) {
-    dropColumns(slot);
-    ROWS.put(slot, Held.of(rows));
+    keep(slot, Held.of(rows));
     return rows.length;
   }
 
   /** Run {@code plan} and keep its rows under {@code slot}; returns how many. */
   public static int fillFrom(SparkSession session, String slot, PreparedPlan plan) {
     InternalRow[] collected = plan.collect(session);
-    dropColumns(slot);
-    ROWS.put(slot, Held.of(collected));
+    keep(slot, Held.of(collected));
     return collected.length;
   }
 
@@ -133,8 +130,7 @@ public final class Slots {
    * many rows. {@link HistoryRows} fills a window's slot this way. */
   static int put(String slot, List<InternalRow[]> chunks) {
     Held held = new Held(chunks.toArray(new InternalRow[0][]));
-    dropColumns(slot);
-    ROWS.put(slot, held);
+    keep(slot, held);
     return held.count();
   }
 
@@ -161,6 +157,12 @@ public final class Slots {
     ROWS.keySet().removeIf(k -> k.startsWith(prefix));
     PARAMS.keySet().removeIf(k -> k.startsWith(prefix));
     new ArrayList<>(COLUMNS.keySet()).stream().filter(k -> k.startsWith(prefix)).forEach(Slots::dropColumns);
+  }
+
+  /** Keep {@code held} under {@code slot}, in place of the rows or columns it held. */
+  private static void keep(String slot, Held held) {
+    dropColumns(slot);
+    ROWS.put(slot, held);
   }
 
   private static void dropColumns(String slot) {
