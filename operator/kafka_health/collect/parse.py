@@ -71,7 +71,8 @@ def log_dirs(broker_id: int, results: Sequence[Mapping[str, Any]]) -> list[LogDi
     """kafka-python DescribeLogDirs results of one broker → one LogDir per directory.
 
     `used_bytes` sums the partition sizes in the directory (future replicas included: they
-    occupy the disk too); total/usable come from KIP-827 and are None when not reported.
+    occupy the disk too); total/usable come from KIP-827 and are None when not reported;
+    `replicas` lists the current replicas (for the visibility check, `collect.visibility`).
     """
     dirs = []
     for result in results:
@@ -91,9 +92,24 @@ def log_dirs(broker_id: int, results: Sequence[Mapping[str, Any]]) -> list[LogDi
                 total_bytes=known(result.get("total_bytes")),
                 usable_bytes=known(result.get("usable_bytes")),
                 error=error,
+                replicas=_current_replicas(result) if error is None else {},
             )
         )
     return dirs
+
+
+def _current_replicas(result: Mapping[str, Any]) -> dict[str, list[int]]:
+    """Topic -> partitions of one log directory's answer, future replicas left out: a replica
+    Kafka marks `is_future_key` is the copy an intra-broker move (`-future` dir) is writing
+    beside the current one, which is listed too; counting it would count a partition twice."""
+    out: dict[str, list[int]] = {}
+    for t in result.get("topics") or []:
+        ids = sorted(
+            int(p["partition_index"]) for p in t.get("partitions") or [] if not p.get("is_future_key", False)
+        )
+        if ids:
+            out[str(t.get("name", ""))] = ids
+    return out
 
 
 def quorum(response: Mapping[str, Any]) -> Quorum:

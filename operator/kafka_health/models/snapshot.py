@@ -110,6 +110,16 @@ class LogDir(_Model):
     )
     usable_bytes: int | None = None
     error: str | None = None
+    replicas: dict[str, list[int]] = Field(
+        default_factory=dict,
+        exclude=True,
+        repr=False,
+        description=(
+            "Topic -> partitions with a current replica in this directory (future replicas of an "
+            "intra-broker move left out), as DescribeLogDirs lists them whatever the principal's "
+            "topic ACLs: what `collect.visibility` compares with the metadata. Not serialized."
+        ),
+    )
 
 
 class Missing(_Model):
