@@ -54,10 +54,13 @@ def test_dry_run_prints_order_verdicts_and_skipped_partitions_and_touches_nothin
     unique_name: str,
 ) -> None:
     core: Any = client.CoreV1Api(k8s_api)
-    # RF 2 with min.insync.replicas 2: can never roll safely, reported as skipped.
+    # RF 2 with min.insync.replicas 2: can never roll safely, reported as skipped (with
+    # --never-safe proceed; refused by default: tests/k8s/test_restart_honest.py).
     faults.create_topic(bootstrap, unique_name, 1, 2, config={"min.insync.replicas": "2"})
     before, uids = pids(kafka), pod_uids(core)
-    result = CliRunner().invoke(app, [*base_args(bootstrap, k8s_control_plane), "--statefulset", "kafka"])
+    result = CliRunner().invoke(
+        app, [*base_args(bootstrap, k8s_control_plane), "--statefulset", "kafka", "--never-safe", "proceed"]
+    )
     assert result.exit_code == 0, result.output
     assert "DRY RUN" in result.output
     assert "Order: " in result.output

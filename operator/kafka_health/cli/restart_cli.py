@@ -22,9 +22,13 @@ then a preferred leader election for the restarted brokers (--no-elect to skip).
 chart's lockNamespace) from start to end, checked before each pod delete: refused while an
 operator (or another CLI) acts on the cluster, and operators withhold their actions meanwhile.
 
-Exit: 0 done (dry run: the first broker may restart now); 1 halted, failed, refused by another
-holder of the cluster's Lease, or (dry run) the first broker may not restart now; 2 usage error
-(click's); 3 the command could not run.
+--never-safe refuse|proceed: the operator's neverSafePartitions rule, through the same decision
+(`never_safe_verdict`); a halt names the broker in flight ("restart begun, not confirmed
+healthy") and how to finish without restarting it twice (`--restart-begun`): `restart_honest.py`.
+
+Exit: 0 done (dry run: the first broker may restart now); 1 halted, failed, refused (never-safe
+partitions, or another holder of the cluster's Lease), or (dry run) the first broker may not
+restart now; 2 usage error (click's); 3 the command could not run.
 """
 
 from __future__ import annotations
@@ -40,13 +44,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kafka_health.cli import kafka_options, quiet
+from kafka_health.cli import kafka_options, quiet, restart_honest
 from kafka_health.collect import security_errors
 from kafka_health.models.policy import (
     BrokerIdMapping,
     BrokerIdSource,
     BrokerPods,
     PodSelector,
+    RequestState,
     RestartTimeouts,
     parse_duration,
 )
@@ -176,14 +181,23 @@ def restart(
     output: Annotated[
         Output, typer.Option("--output", "-o", help="Dry run plan as table or json.")
     ] = Output.table,
+    never_safe: Annotated[
+        restart_honest.NeverSafe, typer.Option("--never-safe", help=restart_honest.NEVER_SAFE_HELP)
+    ] = restart_honest.NeverSafe.refuse,
+    restart_begun: Annotated[
+        str | None, typer.Option("--restart-begun", help=restart_honest.RESTART_BEGUN_HELP)
+    ] = None,
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
 ) -> None:
     """Rolling broker restart, one at a time, with the operator's safety rules. Dry run unless --execute.
 
+    Partitions with RF <= min.insync.replicas on the brokers to restart refuse the roll, as the
+    operator does (neverSafePartitions: Refuse), unless --never-safe proceed.
+
     Exit codes: 0 done (dry run: the first broker may restart now); 1 halted, failed, refused
-    because another holder has the cluster's Lease (--lock-namespace), or (dry run) the first
-    broker may not restart now; 2 usage error; 3 could not run.
+    (never-safe partitions; another holder has the cluster's Lease, --lock-namespace), or (dry
+    run) the first broker may not restart now; 2 usage error; 3 could not run.
     """
     quiet.start(verbose, log_file)
     if (statefulset is None) == (selector is None):
@@ -193,7 +207,9 @@ def restart(
     if output is Output.json and execute:
         raise _fail("--output json is for the dry run (the plan); --execute prints progress")
     ids = _parse_brokers(brokers)
+    refuse = never_safe is restart_honest.NeverSafe.refuse
     try:
+        begun = restart_honest.parse_begun(restart_begun)
         pause_delta = parse_duration(pause)
         timeouts = RestartTimeouts(
             pod_ready=pod_ready, broker_registered=broker_registered, urp_zero=urp_zero
@@ -231,7 +247,12 @@ def restart(
     from kafka_health.collect.snapshot import collect_snapshot, zookeeper_mode
     from kafka_health.controller.cluster_lease import LeaseLost
     from kafka_health.k8s.client import K8s, K8sError, load_config
-    from kafka_health.plan.restart_safety import check_restart_safety, controller_only_nodes, roll_plan
+    from kafka_health.plan.restart_safety import (
+        check_restart_safety,
+        controller_only_nodes,
+        never_safe_verdict,
+        roll_plan,
+    )
     from kafka_health.remediate.broker_pods import BrokerPodsError, find_node_pods
     from kafka_health.remediate.rolling_restart import (
         BrokerRestartOutcome,
@@ -279,7 +300,9 @@ def restart(
         order = [slot.node for slot in plan]
         rows: list[dict[str, Any]] = []
         for i, slot in enumerate(plan):
-            safety = pods_one_at_a_time(check_restart_safety(snapshot, slot.node, remaining=order[i:]), pods)
+            safety = pods_one_at_a_time(
+                check_restart_safety(snapshot, slot.node, remaining=order[i:], refuse_never_safe=refuse), pods
+            )
             pod = pods[slot.node].pod
             rows.append(
                 {
@@ -295,6 +318,7 @@ def restart(
             )
         first_safe = bool(rows) and bool(rows[0]["safeNow"])
         if output is Output.json and not execute:
+            nsv = never_safe_verdict(snapshot, order, refuse=refuse)
             doc = {
                 "cluster": bootstrap_servers,
                 "mode": "dryRun",
@@ -309,9 +333,14 @@ def restart(
                     "controller": "back in the quorum, caught up (lag <= 100 records) since its new pod was Ready",
                 },
                 "electAfter": elect,
+                "neverSafe": {
+                    "choice": never_safe.value,
+                    "refused": nsv.refused,
+                    "partitions": nsv.partitions,
+                },
             }
             typer.echo(json.dumps(doc, indent=2))
-            raise typer.Exit(0 if first_safe else 1)
+            raise typer.Exit(0 if first_safe and not nsv.refused else restart_honest.REFUSED)
         mode = "EXECUTE" if execute else "DRY RUN (add --execute to restart)"
         typer.echo(f"Rolling restart of {bootstrap_servers} — {mode}")
         typer.echo(
@@ -342,6 +371,8 @@ def restart(
         typer.echo(
             "(Verdicts are for the cluster as it is now; each is re-checked live right before its node.)"
         )
+        if restart_honest.never_safe_gate(snapshot, order, never_safe).refused:
+            raise typer.Exit(restart_honest.REFUSED)  # the operator's rule: nothing is touched
         if not execute:
             raise typer.Exit(0 if first_safe else 1)
 
@@ -372,6 +403,8 @@ def restart(
                 on_broker=progress,
                 guard=lease.ensure if lease is not None else lambda: None,
                 controller_pods=controller_spec,
+                refuse_never_safe=refuse,
+                begun=begun,
             )
         except LeaseLost as exc:
             typer.secho(
@@ -385,6 +418,8 @@ def restart(
             if lease is not None:
                 lease.release()
     typer.echo(f"{report.result.state}: {report.result.message}")
+    if report.result.state is RequestState.FAILED and report.outcomes:
+        typer.echo(restart_honest.halt_lines(report.result, order))
     if report.election is not None:
         failed = [p for p in report.election.partitions if p.status == "failed"]
         for p in failed[:20]:

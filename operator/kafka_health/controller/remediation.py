@@ -33,6 +33,7 @@ from kafka_health.models.policy import (
     OffsetResetResult,
     RemediationStep,
     RequestState,
+    RestartBegun,
     RollingRestartResult,
     WithheldAction,
     WithheldReason,
@@ -526,16 +527,19 @@ def _halt(
     lease.release()
 
 
-def _next_steps(current: CurrentRemediation) -> str:
-    """What the user does after a halt: the brokers left, and how to restart them."""
-    done = list(current.brokers_done or [])
-    left = [b for b in current.brokers_planned or [] if b not in done]
-    restarted = f"brokers {', '.join(map(str, done))} were restarted" if done else "no broker was restarted"
-    if not left:
-        return f"{restarted}."
-    return (
-        f"{restarted}; {', '.join(map(str, left))} were not. To finish: fix what blocked it, then add a new "
-        f"request id to spec.remediation.rollingRestart.requests with brokers: [{', '.join(map(str, left))}]."
+def _next_steps(current: CurrentRemediation, begun: RestartBegun | None = None) -> str:
+    """What the user does after a halt: the brokers left (the one in flight named as "restart
+    begun, not confirmed healthy"), and how to finish without restarting any broker twice."""
+    from kafka_health.plan.restart_resume import halt_advice
+
+    return halt_advice(
+        list(current.brokers_planned or []),
+        list(current.brokers_done or []),
+        begun,
+        new_request=lambda ids: (
+            "add a new request id to spec.remediation.rollingRestart.requests with "
+            f"brokers: [{', '.join(map(str, ids))}]"
+        ),
     )
 
 
@@ -601,6 +605,7 @@ def _restart_next_broker(
     policy: PolicyRef,
     lease: ClusterLease,
 ) -> KafkaHealthPolicyStatus:
+    from kafka_health.plan.restart_resume import begun_before
     from kafka_health.remediate.rolling_restart import halted_result, restart_broker
 
     pods = ctx.spec.cluster.broker_pods
@@ -608,6 +613,8 @@ def _restart_next_broker(
     out = status.model_copy(deep=True)
     _roll_started(status.current_remediation, action, ctx)
     rr = ctx.spec.remediation.rolling_restart
+    in_flight = status.current_remediation
+    roll_id = in_flight.id if in_flight is not None else (action.id if action is not None else None) or ""
     outcome = restart_broker(
         action.restart if action is not None else None,
         k8s=ctx.k8s,
@@ -624,6 +631,8 @@ def _restart_next_broker(
         refuse_never_safe=rr.never_safe_partitions is NeverSafePartitions.REFUSE,
         guard=_step_guard(ctx, lease),
         controller_pods=ctx.spec.cluster.controller_pods,
+        # A restart the last ended roll began and did not confirm: a health check, not a second restart.
+        begun=begun_before(status.rolling_restarts, roll_id),
     )
     lease.ensure(fresh=False)  # the outcome is reported only while the roll is still ours
     if outcome.ok:
@@ -638,7 +647,8 @@ def _restart_next_broker(
         return out
     # Failed: halt. Nothing else is restarted; Degraded until the spec changes.
     result = halted_result(outcome, clock=ctx.clock)
-    result = result.model_copy(update={"message": f"{result.message}. {_next_steps(outcome.current)}"[:1000]})
+    advice = _next_steps(outcome.current, result.restart_begun)
+    result = result.model_copy(update={"message": f"{result.message}. {advice}"[:1000]})
     _halt(out, outcome.current, result, ctx, policy, lease)
     return out
 

@@ -277,8 +277,12 @@ class RollDriver:
             snapshot=snapshot,
         )
         current_after = after.current_remediation
-        if current_after is not None and current_after.step == Step.WAITING_FOR_SAFETY:
-            self.sleep(POLL_SECONDS)  # the executor's own re-check refused: do not spin
+        if (
+            current_after is not None
+            and current_after.step == Step.WAITING_FOR_SAFETY
+            and current_after.brokers_done == current.brokers_done
+        ):
+            self.sleep(POLL_SECONDS)  # the executor's own re-check refused (no broker done): do not spin
         return True
 
     def _hold(

@@ -1351,12 +1351,13 @@ class RemediationStep(StrEnum):
     """status.currentRemediation.step: where the executor in flight is (one enum for every action).
 
     Rolling restart, per broker: CheckingSafety → DeletingPod → WaitingPodReady →
-    WaitingBrokerRegistered → WaitingUrpZero → Done; WaitingForSafety between brokers when the
-    live re-check refused the next one. Preferred leader election: Electing. Offset reset:
-    ResettingOffsets."""
+    WaitingBrokerRegistered → WaitingUrpZero, then WaitingForSafety between brokers (the pause,
+    the wait for the next broker to be safe) and Done after the last one. Preferred leader
+    election: Electing. Offset reset: ResettingOffsets."""
 
     WAITING_FOR_SAFETY = "WaitingForSafety"
-    """Rolling restart, between brokers: the live re-check refused the next broker; nothing was touched."""
+    """Rolling restart, between brokers: waiting for the next broker to be safe to restart (the pause
+    between brokers, or the live re-check refused it); nothing is being touched."""
     CHECKING_SAFETY = "CheckingSafety"
     DELETING_POD = "DeletingPod"
     WAITING_POD_READY = "WaitingPodReady"
@@ -1492,6 +1493,15 @@ class RequestState(StrEnum):
         return self in (RequestState.SUCCEEDED, RequestState.FAILED, RequestState.BLOCKED)
 
 
+class RestartBegun(_StatusModel):
+    """A broker whose restart began (its pod deleted) but was not confirmed healthy when its roll
+    halted. The next roll resumes it with its health check, not a second restart, while the
+    broker's pod is no longer the one deleted (`plan.restart_resume.resume_step`)."""
+
+    broker: int = Field(description="The node id whose restart began.")
+    pod_uid: str = Field(description="The uid of the pod the roll deleted.")
+
+
 class RollingRestartResult(_StatusModel):
     """The outcome of one rolling restart request."""
 
@@ -1501,6 +1511,12 @@ class RollingRestartResult(_StatusModel):
     started_at: AwareDatetime | None = Field(None, description="When the roll started.")
     finished_at: AwareDatetime | None = Field(None, description="When the roll ended.")
     message: str | None = Field(None, description="Details, e.g. why it halted.")
+    restart_begun: RestartBegun | None = Field(
+        None,
+        description="A halted roll: the broker in flight, restart begun (pod deleted), not confirmed healthy. "
+        "A new request that names it checks its health instead of restarting it again, while its pod is "
+        "not the one deleted.",
+    )
 
 
 class OffsetResetEntry(_StatusModel):

@@ -64,7 +64,7 @@ from kafka_health.plan.restart_safety import (
     check_restart_safety,
     controller_only_nodes,
     describe_order,
-    never_safe_partitions,
+    never_safe_verdict,
     order_brokers,
 )
 
@@ -215,10 +215,6 @@ def _pods_hold(ctx: PlanContext) -> Hold | None:
     )
 
 
-def _listed(names: list[str], total: int) -> str:
-    return ", ".join(names[:MAX_LISTED]) + (f" and {total - MAX_LISTED} more" if total > MAX_LISTED else "")
-
-
 def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> _Candidate:
     action = ActionType.ROLLING_RESTART
     holds = _holds(ctx, action)
@@ -253,15 +249,14 @@ def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> _Can
             )
         )
         return cand
-    never_safe = [f"{p.topic}-{p.partition}" for p in never_safe_partitions(snapshot, brokers)]
-    if never_safe and _refuses_never_safe(ctx):
+    # The never-safe rule: the same decision as the CLI's `kafka-health restart --never-safe`.
+    verdict = never_safe_verdict(snapshot, brokers, refuse=_refuses_never_safe(ctx))
+    never_safe = verdict.partitions
+    if verdict.refused:
         holds.append(
             Hold(
                 WithheldReason.NEVER_SAFE_PARTITIONS,
-                f"{len(never_safe)} partition(s) have a replication factor <= min.insync.replicas and would be "
-                f"unavailable to acks=all producers while their broker restarts: {_listed(never_safe, len(never_safe))}. "
-                "Raise their replication factor (or lower min.insync.replicas), or set "
-                "spec.remediation.rollingRestart.neverSafePartitions: Proceed to roll anyway",
+                verdict.refusal("set spec.remediation.rollingRestart.neverSafePartitions: Proceed"),
             )
         )
         return cand
@@ -274,11 +269,7 @@ def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> _Can
         f"under-replicated partitions 0 ({rr.timeouts.urp_zero}); pause {rr.pause_between_brokers}",
     ]
     if never_safe:
-        details.append(
-            f"{len(never_safe)} partition(s) with RF <= min.insync.replicas can never roll safely and will be "
-            f"unavailable to acks=all producers while their broker restarts (neverSafePartitions: Proceed): "
-            f"{_listed(never_safe, len(never_safe))}"
-        )
+        details.append(verdict.proceeding("neverSafePartitions: Proceed"))
     if rr.post_roll_preferred_election:
         details.append("then: preferred leader election for the restarted brokers")
     cand.planned = PlannedAction(

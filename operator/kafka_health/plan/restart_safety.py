@@ -253,6 +253,44 @@ def never_safe_partitions(snapshot: ClusterSnapshot, brokers: Collection[int]) -
     return sorted(out, key=lambda s: (s.topic, s.partition))
 
 
+class NeverSafeVerdict(_Model):
+    """The never-safe rule of a whole roll, one for the operator and the CLI: partitions with
+    RF <= min.insync.replicas on the brokers to restart can never roll safely; refused unless
+    the user chose to proceed (`spec.remediation.rollingRestart.neverSafePartitions`, the CLI's
+    `--never-safe`)."""
+
+    refused: bool
+    partitions: list[str] = Field(default_factory=list, description="topic-partition, sorted.")
+
+    def listed(self) -> str:
+        more = len(self.partitions) - MAX_LISTED
+        return ", ".join(self.partitions[:MAX_LISTED]) + (f" and {more} more" if more > 0 else "")
+
+    def refusal(self, proceed: str) -> str:
+        """Why the roll is refused, and how to roll anyway (`proceed`: the setting that does it)."""
+        return (
+            f"{len(self.partitions)} partition(s) have a replication factor <= min.insync.replicas and would be "
+            f"unavailable to acks=all producers while their broker restarts: {self.listed()}. Raise their "
+            f"replication factor (or lower min.insync.replicas), or {proceed} to roll anyway"
+        )
+
+    def proceeding(self, setting: str) -> str:
+        """What rolling anyway costs (`setting`: the choice that allowed it)."""
+        return (
+            f"{len(self.partitions)} partition(s) with RF <= min.insync.replicas can never roll safely and will be "
+            f"unavailable to acks=all producers while their broker restarts ({setting}): {self.listed()}"
+        )
+
+
+def never_safe_verdict(
+    snapshot: ClusterSnapshot, brokers: Collection[int], *, refuse: bool
+) -> NeverSafeVerdict:
+    """The never-safe rule for a roll of `brokers`: refused when `refuse` and any partition on
+    them has RF <= min.insync.replicas (`never_safe_partitions`)."""
+    names = [f"{p.topic}-{p.partition}" for p in never_safe_partitions(snapshot, brokers)]
+    return NeverSafeVerdict(refused=refuse and bool(names), partitions=names)
+
+
 RollRole = Literal["controller", "active controller", "broker", "voter", "active voter"]
 """Where a node stands in a roll, in restart order: a dedicated (controller-only) follower
 voter; the dedicated active controller; a broker that is not a voter; a combined

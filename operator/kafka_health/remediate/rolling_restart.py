@@ -46,19 +46,19 @@ from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
 from kafka_health.collect.snapshot import collect_snapshot
 from kafka_health.k8s.client import K8s, K8sError
 from kafka_health.models.policy import (
-    ActionOutcome,
-    ActionRecord,
     ActionType,
     BrokerPods,
     CurrentRemediation,
     RemediationStep,
     RequestState,
+    RestartBegun,
     RestartTimeouts,
     RollingRestartResult,
     parse_duration,
 )
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan.decision import RestartStep
+from kafka_health.plan.restart_resume import resume_step
 from kafka_health.plan.restart_safety import (
     Blocker,
     RestartSafety,
@@ -69,7 +69,9 @@ from kafka_health.plan.restart_safety import (
 )
 from kafka_health.remediate.broker_pods import BrokerPod, BrokerPodsError, find_broker_pods, find_node_pods
 from kafka_health.remediate.leader_election import ElectionOutcome
-from kafka_health.remediate.post_roll_election import elect_preferred_for
+from kafka_health.remediate.roll_end import finish_roll as finish_roll  # the roll's end: roll_end.py
+from kafka_health.remediate.roll_end import halted_result as halted_result
+from kafka_health.remediate.roll_end import roll_record as roll_record
 
 Clock = Callable[[], datetime]
 Sleep = Callable[[float], None]
@@ -150,6 +152,7 @@ def restart_broker(
     refuse_never_safe: bool = False,
     guard: Callable[[], None] = lambda: None,
     controller_pods: BrokerPods | None = None,
+    begun: RestartBegun | None = None,
 ) -> BrokerRestartOutcome:
     """Restart one broker of a roll, or continue the one in flight.
 
@@ -161,6 +164,9 @@ def restart_broker(
     `guard()` runs right before the pod delete (the one step that touches the cluster); it raises
     (the operator's LeaseLost, the roll driver's Stopped) to stop the roll there, nothing half done.
     `controller_pods`: where the dedicated controllers' pods are (None: no controller in the roll).
+    `begun`: a restart an earlier, halted roll began (its pod deleted, not confirmed healthy):
+    when it names this broker and its pod is no longer the one deleted, the broker is not
+    restarted again: it starts at WaitingPodReady, its health check (`resume_step`).
     """
     now = clock()
     if current is not None and current.current_broker is not None:
@@ -240,6 +246,19 @@ def restart_broker(
         )
 
     try:
+        if at is Step.CHECKING_SAFETY and _restart_happened(
+            begun, broker, k8s, pods_spec, controller_pods, namespace
+        ):
+            assert begun is not None
+            old_uid = begun.pod_uid
+            save(
+                Step.WAITING_POD_READY,
+                f"{who}: restart begun by an earlier roll (pod uid {old_uid} deleted), not confirmed healthy: "
+                "checking its health, not restarting it again",
+                timeouts.pod_ready,
+                pod_uid=old_uid,
+            )
+            at = Step.WAITING_POD_READY
         # -------------------------------------------------------------- CheckingSafety
         if at is Step.CHECKING_SAFETY:
             save(Step.CHECKING_SAFETY, f"{who}: checking the restart rules on live state")
@@ -363,7 +382,8 @@ def restart_broker(
         finished = clock()
         state = state.model_copy(
             update={
-                "step": Step.DONE,
+                # Between brokers the roll waits for the next one to be safe (Done: none left).
+                "step": Step.WAITING_FOR_SAFETY if any(b not in done for b in planned) else Step.DONE,
                 "step_started_at": finished,
                 "step_deadline": None,
                 "current_broker": None,
@@ -383,6 +403,22 @@ def restart_broker(
         message = f"{who}: {exc}"
         state = state.model_copy(update={"message": message})
         return outcome("failed", at, message)
+
+
+def _restart_happened(
+    begun: RestartBegun | None,
+    broker: int,
+    k8s: K8s,
+    spec: BrokerPods,
+    controller_spec: BrokerPods | None,
+    namespace: str,
+) -> bool:
+    """Whether an earlier roll's restart of `broker` happened (`resume_step` on its pod now)."""
+    if begun is None or begun.broker != broker:
+        return False
+    pod = _pod_of(k8s, spec, controller_spec, namespace, broker)
+    uid, terminating = (pod.pod.uid, pod.pod.deleting) if pod is not None else (None, False)
+    return resume_step(begun, broker, uid, pod_terminating=terminating) is Step.WAITING_POD_READY
 
 
 def _is_controller(k8s: K8s, controller_pods: BrokerPods | None, namespace: str, node: int) -> bool:
@@ -533,10 +569,15 @@ def run_roll(
     on_broker: Callable[[BrokerRestartOutcome], None] | None = None,
     guard: Callable[[], None] = lambda: None,
     controller_pods: BrokerPods | None = None,
+    refuse_never_safe: bool = False,
+    begun: RestartBegun | None = None,
 ) -> RollReport:
     """Restart `brokers` (node ids; None: every broker in the metadata, and with
     `controller_pods` every dedicated controller too) one at a time; halt on the first failure.
     `guard()` runs right before each pod delete and each election batch (the CLI's cluster Lease).
+    `refuse_never_safe`: the live re-check before each node refuses one holding a partition with
+    RF <= min.insync.replicas (the CLI's `--never-safe refuse`). `begun`: a restart an earlier,
+    halted roll began: that broker gets its health check, not a second restart (`restart_broker`).
 
     With `current` (a persisted roll), continue it: the broker in flight first, without deleting
     its pod again, then the brokers not yet done. An `unsafe` live re-check halts the roll
@@ -598,6 +639,8 @@ def run_roll(
             cluster_name=cluster_name,
             guard=guard,
             controller_pods=controller_pods,
+            refuse_never_safe=refuse_never_safe,
+            begun=begun,
         )
         report.outcomes.append(out)
         report.current = out.current
@@ -621,75 +664,3 @@ def run_roll(
         guard=guard,
     )
     return report
-
-
-# ============================================================================ for the operator
-def finish_roll(
-    current: CurrentRemediation,
-    *,
-    admin: KafkaAdmin,
-    post_roll_election: bool = True,
-    election_batch_size: int = 100,
-    cluster_name: str = "kafka",
-    clock: Clock = _now_utc,
-    guard: Callable[[], None] = lambda: None,
-) -> tuple[RollingRestartResult, ElectionOutcome | None]:
-    """Every broker restarted (Verdict RESUME "finish it"): the optional post-roll preferred
-    election for the restarted brokers, and the Succeeded result to record under the request id.
-    An election that fails for some partitions is reported in the message; the roll still succeeded."""
-    done = list(current.brokers_done or [])
-    message = f"restarted brokers {', '.join(map(str, done))}"
-    election: ElectionOutcome | None = None
-    if post_roll_election and done:
-        election = elect_preferred_for(
-            admin, done, batch_size=election_batch_size, cluster_name=cluster_name, clock=clock, guard=guard
-        )
-        message += f"; {election.summary()}"
-        denied = None if election.succeeded else election.denied()
-        if denied is not None:  # what to grant, not only the raw CLUSTER_AUTHORIZATION_FAILED
-            message += f"; {denied}"
-    result = RollingRestartResult(
-        id=current.id,
-        state=RequestState.SUCCEEDED,
-        brokers_done=done,
-        started_at=current.started_at,
-        finished_at=clock(),
-        message=message[:1000],
-    )
-    return result, election
-
-
-def halted_result(outcome: BrokerRestartOutcome, *, clock: Clock = _now_utc) -> RollingRestartResult:
-    """The Failed result of a roll halted by `outcome` (result 'failed'): no other broker is touched."""
-    current = outcome.current
-    return RollingRestartResult(
-        id=current.id,
-        state=RequestState.FAILED,
-        brokers_done=list(current.brokers_done or []),
-        started_at=current.started_at,
-        finished_at=clock(),
-        message=f"halted at broker {outcome.broker} ({outcome.step}): {outcome.message}"[:1000],
-    )
-
-
-def roll_record(
-    current: CurrentRemediation,
-    outcome: ActionOutcome,
-    *,
-    message: str | None,
-    generation: int,
-    breaker_reset: str | None,
-    finished_at: datetime | None = None,
-) -> ActionRecord:
-    """The status.history entry of a roll: Running when it starts, Succeeded/Failed when it ends."""
-    return ActionRecord(
-        action=ActionType.ROLLING_RESTART,
-        id=current.id,
-        plan_id=current.plan_id,
-        outcome=outcome,
-        started_at=current.started_at,
-        finished_at=finished_at,
-        message=(message or "")[:1000] or None,
-        generation=generation,
-        breaker_reset=breaker_reset,
-    )
