@@ -6,8 +6,9 @@ import typer
 
 from kafka_health.cli.crd import crd
 from kafka_health.cli.diagnose import diagnose
+from kafka_health.cli.elect_cli import elect_leaders
 from kafka_health.cli.operator import operator
-from kafka_health.cli.remediation_cli import elect_leaders, reset_offsets
+from kafka_health.cli.remediation_cli import reset_offsets
 from kafka_health.cli.restart_cli import restart
 
 app = typer.Typer(

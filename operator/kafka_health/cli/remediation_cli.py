@@ -1,4 +1,5 @@
-"""`kafka-health elect-leaders` and `kafka-health reset-offsets`: the operator's remediations, standalone.
+"""`kafka-health elect-leaders` (its command in `elect_cli`) and `kafka-health reset-offsets`: the
+operator's remediations, standalone, and what they share (options, errors, tables).
 
 Same planner and executors as the operator (`plan_preferred_election` + `execute_election`;
 `plan_offset_reset` + `apply_offset_reset` / `rollback_offsets`), dry-run by default: without
@@ -6,10 +7,14 @@ Same planner and executors as the operator (`plan_preferred_election` + `execute
 
 Exit codes (both commands):
   0  done (dry run printed, or everything executed and verified)
-  1  executed, but some partition failed (see the RESULT column)
+  1  executed, but some partition failed (see the RESULT column); an election Kafka refused
+     as a whole for an ACL (ALTER on CLUSTER, nothing elected) is 3
   2  bad command line (click's usage error)
   3  could not run: cluster unreachable, unknown topic/partition, invalid strategy value,
-     unreadable --from-file, nothing committed to shift from
+     unreadable --from-file, nothing committed to shift from; or what it acts on is hidden from
+     the principal: a named topic or group it may not DESCRIBE (an authorization error naming
+     the ACL and its grant), or, for an election of all partitions, partitions the brokers hold
+     that its metadata leaves out (or totals it cannot check); nothing is changed then
   4  refused by a safety rule: the group is not Empty, or the --save-to file already exists
 """
 
@@ -30,12 +35,12 @@ from kafka_health.cli import kafka_options, quiet
 from kafka_health.collect import security_errors
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
 from kafka_health.models.policy import OffsetResetRequest, format_duration
-from kafka_health.models.snapshot import ClusterSnapshot, ConsumerGroup, Partition
-from kafka_health.plan.leader_election_plan import electable, plan_preferred_election
+from kafka_health.models.snapshot import ConsumerGroup
 from kafka_health.plan.offset_reset_plan import (
     EMPTY_STATES,
     OffsetResetPlan,
 )
+from kafka_health.remediate import access
 
 OK, PARTIAL, FAILED, REFUSED = 0, 1, 3, 4
 
@@ -63,6 +68,13 @@ def _fail(message: str, code: int = FAILED) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _refuse(problems: list[str], consequence: str) -> typer.Exit:
+    """Each problem on stderr, the last with what that means (nothing changed); exit 3."""
+    for problem in problems[:-1]:
+        typer.secho(f"error: {problem}", fg=typer.colors.RED, err=True)
+    return _fail(f"{problems[-1]}; {consequence}")
+
+
 def _denied(part: str, errors: Iterable[tuple[str | None, str | None]]) -> None:
     """On stderr, once per missing ACL: which operation on which resource (and the grant), for
     per-partition errors `(error text, resource name)` that are authorization failures."""
@@ -85,125 +97,6 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def _admin(bootstrap: str, command_config: Path | None) -> KafkaAdmin:
     return KafkaAdmin(kafka_options.connection(bootstrap, command_config))
-
-
-# --------------------------------------------------------------------------------------------
-# elect-leaders
-
-
-def _reason_not_electable(p: Partition, alive: set[int]) -> str:
-    preferred = p.preferred_leader
-    if preferred not in alive:
-        return f"preferred {preferred} not alive"
-    return f"preferred {preferred} not in ISR"
-
-
-def elect_leaders(
-    bootstrap_servers: Bootstrap,
-    command_config: kafka_options.CommandConfig = None,
-    topic: Annotated[
-        list[str] | None,
-        typer.Option("--topic", "-t", help="Only this topic (repeatable). Default: all topics."),
-    ] = None,
-    batch_size: Annotated[
-        int, typer.Option("--batch-size", min=1, help="Partitions per ElectLeaders request.")
-    ] = 50,
-    execute: Execute = False,
-    output: OutputOpt = Output.table,
-    verbose: quiet.Verbose = False,
-    log_file: quiet.LogFile = None,
-) -> None:
-    """Preferred leader election, like `kafka-leader-election --election-type PREFERRED`.
-
-    Only partitions whose preferred replica (the first replica) is alive, in the ISR and not the
-    leader are elected, in batches; each batch is checked again live before it is sent.
-
-    Exit codes: 0 done, 1 some partition failed, 2 usage error, 3 could not run.
-    """
-    quiet.start(verbose, log_file)
-    from kafka_health.remediate.leader_election import ElectionStatus, execute_election
-
-    with _admin(bootstrap_servers, command_config) as admin:
-        try:
-            md = admin.metadata()
-        except AdminCallError as exc:
-            raise _fail(f"cannot read the cluster metadata: {exc.reason}") from None
-        partitions = md.partitions
-        if topic:
-            unknown = sorted(set(topic) - {p.topic for p in partitions})
-            if unknown:
-                raise _fail(f"topic(s) not found: {', '.join(unknown)}")
-            partitions = [p for p in partitions if p.topic in set(topic)]
-        snapshot = ClusterSnapshot(
-            cluster=bootstrap_servers, taken_at=datetime.now(UTC), brokers=md.brokers, partitions=partitions
-        )
-        plan = plan_preferred_election(snapshot, batch_size=batch_size)
-        alive = {b.id for b in md.brokers}
-        off = [p for p in partitions if p.preferred_leader is not None and p.leader != p.preferred_leader]
-        outcome = execute_election(admin, plan) if execute and not plan.empty else None
-
-    results = {(r.topic, r.partition): r for r in outcome.partitions} if outcome else {}
-    if output is Output.json:
-        doc: dict[str, Any] = {
-            "plan": plan.model_dump(mode="json"),
-            "executed": execute,
-            "outcome": outcome.model_dump(mode="json") if outcome else None,
-        }
-        typer.echo(json.dumps(doc, indent=2))
-    else:
-        rows = []
-        for p in off:
-            key = (p.topic, p.partition)
-            if electable(p, alive):
-                r = results.get(key)
-                action = (
-                    (
-                        r.status.value
-                        + (f" ({r.message})" if r.message and r.status.value != "elected" else "")
-                    )
-                    if r
-                    else "elect"
-                )
-            else:
-                action = "skip: " + _reason_not_electable(p, alive)
-            leader = "none" if p.leader is None else str(p.leader)
-            rows.append(
-                [
-                    p.topic,
-                    str(p.partition),
-                    f"{leader} -> {p.preferred_leader}",
-                    ",".join(map(str, p.isr)),
-                    action,
-                ]
-            )
-        mode = "EXECUTED" if execute else "DRY RUN (use --execute to elect)"
-        typer.echo(
-            f"Preferred leader election, {mode}: {len(plan.partitions)} partition(s) to elect in "
-            f"{len(plan.batches)} batch(es) of at most {batch_size}"
-        )
-        if rows:
-            typer.echo(
-                _table(
-                    ["TOPIC", "PARTITION", "LEADER -> PREFERRED", "ISR", "RESULT" if execute else "PLAN"],
-                    rows,
-                ),
-                nl=False,
-            )
-        else:
-            typer.echo("Every partition is led by its preferred replica.")
-        if outcome is not None:
-            elected = [str(p) for p in outcome.partitions if p.status is ElectionStatus.ELECTED]
-            not_needed = [str(p) for p in outcome.partitions if p.status is ElectionStatus.NOT_NEEDED]
-            if elected:
-                typer.echo(
-                    f"Successfully completed leader election (PREFERRED) for partitions {', '.join(elected)}"
-                )
-            if not_needed:
-                typer.echo(f"Valid replica already elected for partitions {', '.join(not_needed)}")
-            typer.echo(outcome.summary())
-    if outcome is not None and not outcome.succeeded:
-        _denied("elect_leaders", ((p.message, None) for p in outcome.partitions))
-        raise typer.Exit(PARTIAL)
 
 
 # --------------------------------------------------------------------------------------------
@@ -389,6 +282,8 @@ def reset_offsets(
             plan, live_group = plan_live(admin, request, now)
         except AdminCallError as exc:
             raise _fail(f"cannot read the cluster: {exc}") from None
+        except access.NotVisible as exc:
+            raise _refuse(exc.problems, "nothing reset") from None
         path = save_to or Path(f"{group}-offsets-{now.strftime('%Y%m%dT%H%M%SZ')}.json")
         # Refusals first, then the plan for reference: a refused reset never reads "EXECUTING".
         refusal: tuple[str, int] | None = None
@@ -467,9 +362,15 @@ def _rollback(
     with _admin(bootstrap, command_config) as admin:
         try:
             live_group = read_group(admin, saved.group)
+            listed = {p.topic for p in admin.metadata().partitions}
+            check = access.check_named_topics(admin, {p.topic for p in saved.partitions}, listed)
+            if not check.ok:
+                raise access.NotVisible(check.problems())
             entries = rollback_plan(admin, saved)
         except AdminCallError as exc:
             raise _fail(f"cannot read the group: {exc}") from None
+        except access.NotVisible as exc:
+            raise _refuse(exc.problems, "nothing restored") from None
         busy = _not_empty(live_group)
         if busy:
             typer.secho(f"error: {busy}", fg=typer.colors.RED, err=True)

@@ -67,6 +67,7 @@ CALLS = frozenset(
     {
         "metadata",
         "topic_configs",
+        "describe_topics",
         "list_offsets",
         "list_groups",
         "describe_groups",

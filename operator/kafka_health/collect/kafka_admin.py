@@ -265,6 +265,16 @@ class KafkaAdmin:
             return self._each(keys, exc)
         return result
 
+    def describe_topics(self, topics: Iterable[str]) -> Partial[str, int]:
+        """Named topics: partition count, or per topic the error ("TOPIC_AUTHORIZATION_FAILED: …"
+        when the principal may not DESCRIBE it, "UNKNOWN_TOPIC_OR_PART: …" when it does not exist)."""
+        keys = sorted(set(topics))
+        try:
+            result: Partial[str, int] = self._call("describe_topics", keys)
+        except _Crashed as exc:
+            return self._each(keys, exc)
+        return result
+
     def list_offsets(
         self, partitions: Iterable[TopicPartitionKey]
     ) -> Partial[TopicPartitionKey, PartitionOffsets]:

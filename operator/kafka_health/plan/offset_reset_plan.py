@@ -73,14 +73,28 @@ def resolve_partitions(
     problems = []
     for topic in request.topics or []:
         if topic not in by_topic:
-            problems.append(f"topic {topic} does not exist")
+            problems.append(not_in_metadata(topic))
         chosen.update((topic, p) for p in by_topic.get(topic, []))
     for ref in request.partitions or []:
-        if (ref.topic, ref.partition) not in known:
+        if ref.topic not in by_topic:
+            if (unlisted := not_in_metadata(ref.topic)) not in problems:
+                problems.append(unlisted)
+        elif (ref.topic, ref.partition) not in known:
             problems.append(f"partition {ref.topic}-{ref.partition} does not exist")
         else:
             chosen.add((ref.topic, ref.partition))
     return sorted(chosen), problems
+
+
+def not_in_metadata(topic: str) -> str:
+    """A named topic the metadata left out. Kafka leaves out, alike, a topic that does not exist
+    and one the principal may not DESCRIBE, so the plan cannot say which (the CLI asks Kafka by
+    name first, `remediate.access`, and says which)."""
+    return (
+        f"topic {topic} is not in the cluster metadata: it does not exist, or the principal lacks "
+        f"DESCRIBE on TOPIC {topic} (grant it: kafka-acls --add --allow-principal User:<name> "
+        f"--operation Describe --topic {topic})"
+    )
 
 
 def plan_offset_reset(

@@ -53,6 +53,7 @@ from kafka_health.plan.offset_reset_plan import (
     plan_offset_reset,
     target_timestamp,
 )
+from kafka_health.remediate import access
 
 LABEL_POLICY = "kafkahealth.io/policy"
 LABEL_REQUEST = "kafkahealth.io/request"
@@ -709,11 +710,14 @@ def planned_lines(entries: Iterable[PartitionReset], group: str) -> list[str]:
 
 def read_group(admin: KafkaAdmin, group: str) -> ConsumerGroup | None:
     """The group as Kafka describes it now, with its committed offsets (None: no such group).
-    Raises AdminCallError when it could not be read."""
+    Raises `access.NotVisible` when the principal may not DESCRIBE the group (Kafka answers
+    GROUP_AUTHORIZATION_FAILED), AdminCallError when it could not be read otherwise."""
     described = admin.describe_groups([group])
     committed = admin.group_offsets([group])
     for part in (described.errors, committed.errors):
         if group in part:
+            if (denied := access.group_denied(group, part[group])) is not None:
+                raise access.NotVisible([denied])
             raise AdminCallError("group", part[group])
     desc = described.values.get(group)
     if desc is None or (desc.state == "Dead" and not desc.member_ids):
@@ -726,9 +730,13 @@ def plan_live(
 ) -> tuple[OffsetResetPlan, ConsumerGroup | None]:
     """`plan_offset_reset` on state read live now, just for this request (the named topics, their
     offsets, the group, and ListOffsets by time for toDatetime/byDuration); and the group read.
-    Raises AdminCallError when the cluster cannot be read."""
+    Raises AdminCallError when the cluster cannot be read, `access.NotVisible` when a named
+    topic or the group is hidden from the principal (or a named topic does not exist)."""
     md = admin.metadata()
     named = set(request.topics or []) | {p.topic for p in request.partitions or []}
+    check = access.check_named_topics(admin, named, {p.topic for p in md.partitions})
+    if not check.ok:
+        raise access.NotVisible(check.problems())
     partitions = [p for p in md.partitions if p.topic in named]
     keys = [(p.topic, p.partition) for p in partitions]
     offsets = admin.list_offsets(keys)
