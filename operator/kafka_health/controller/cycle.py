@@ -25,6 +25,7 @@ from kafka_health.collect.results import ZOOKEEPER_MODE
 from kafka_health.collect.snapshot import collect_snapshot, zookeeper_mode
 from kafka_health.controller.cluster_lease import LeaseLost, read_lock
 from kafka_health.controller.credentials import CredentialsError, connection_for
+from kafka_health.controller.planned_roll import roll_in_flight, with_planned
 from kafka_health.controller.roll_driver import Stopped
 from kafka_health.controller.runtime import Runtime, exit_reason
 from kafka_health.diagnose.from_policy import for_policy, thresholds_for
@@ -116,6 +117,10 @@ class PolicyWorker:
     status_stale: bool = False
     """Another process wrote remediation progress since the cycle read it: the cycle writes no more."""
     """Held for every read-modify-write of the policy's status (cycle and roll driver alike)."""
+    roll_before: CurrentRemediation | None = None
+    """status.currentRemediation of a roll in flight, read right before the cycle's snapshot."""
+    cycle_snapshot: ClusterSnapshot | None = None
+    """The snapshot the cycle's diagnosis came from (last_snapshot may be a newer, live one)."""
 
     @property
     def cluster_name(self) -> str:
@@ -212,8 +217,11 @@ class PolicyWorker:
                     blockers.append(Problem(exc.reason, str(exc)))
         timeout_s = parse_duration(str(spec.cluster.request_timeout)).total_seconds()
         admin = self._admin_for(conn, timeout_s)
+        self.roll_before = roll_in_flight(
+            rt.k8s, self.namespace, self.name, rolling=self.rolling(), base=self.status_base
+        )
         snapshot = collect_snapshot(admin, self.cluster_name, lambda: datetime.now(UTC))
-        self.last_snapshot = snapshot
+        self.last_snapshot = self.cycle_snapshot = snapshot
         if not snapshot.reachable:
             reason = next((m.reason for m in snapshot.missing if m.part == "metadata"), "no answer")
             kind = security_errors.kind_of(reason)
@@ -356,10 +364,11 @@ class PolicyWorker:
         generation: int | None,
         top_n: int,
         on_event: OnEvent,
-    ) -> None:
+    ) -> CycleOutcome:
         """Report the cycle in status and remediate (blocking), under the policy's status lock:
         the stored status is read, the diagnosis applied, remediation planned, and all written,
-        with no roll-driver write in between."""
+        with no roll-driver write in between. Returns the outcome as reported (a roll's planned
+        restarts applied), for the cycle's Events."""
         ns, name = self.namespace, self.name
         k8s = self.runtime.k8s
         persist = self.write_status
@@ -368,9 +377,12 @@ class PolicyWorker:
             # (a stale status would make the planner resume a step already done).
             stored = k8s.read_policy(ns, name)
             if stored is None:
-                return  # deleted meanwhile
+                return outcome  # deleted meanwhile
             self.status_read(stored)
             previous = parse_status(stored.get("status"))
+            outcome = with_planned(
+                outcome, self.roll_before, previous.current_remediation, self.cycle_snapshot
+            )
             new_status = status_after_cycle(
                 previous,
                 outcome,
@@ -391,15 +403,16 @@ class PolicyWorker:
                     except LeaseLost as exc:
                         # Another replica acts on the cluster now, from status: write nothing.
                         log.warning("remediation of %s/%s stopped: %s", ns, name, exc)
-                        return
+                        return outcome
                     except Stopped:
                         # Paused or stopping between two steps: the step under way is in status;
                         # the next active replica records the interruption and plans again.
                         log.info("remediation of %s/%s stopped before its next step", ns, name)
-                        return
+                        return outcome
                     except Exception:
                         log.exception("remediation of %s/%s failed; status keeps the diagnosis", ns, name)
             persist(new_status)
+        return outcome
 
     def remediate_now(self, raw_spec: dict[str, Any], on_event: OnEvent) -> None:
         """Plan and act between cycles (the user changed a request, an approval, the mode): on

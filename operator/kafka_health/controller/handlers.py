@@ -167,7 +167,7 @@ async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.Dae
 
     top_n = int(body.spec.get("diagnostics", {}).get("topFindings", 10))
     try:
-        await asyncio.to_thread(
+        outcome = await asyncio.to_thread(  # as reported: a roll's planned restarts applied
             worker.finish_cycle,
             dict(body.spec),
             outcome,

@@ -16,7 +16,10 @@ exactly one incident (`IncidentKind` documents each kind):
    when several are down); `snapshot_incomplete` of a topic with an offline partition on N; `quorum_voter_lagging`, `isr_churn` and `snapshot_incomplete` (its log
    dirs) of broker N; `leader_flapping` and partition `consumer_lag` of partitions with a replica
    on N that are offline (snapshot needed); `leader_skew` while any broker is down (its
-   leaderships moved away; to the lowest down broker).
+   leaderships moved away; to the lowest down broker). While the operator's rolling restart
+   restarts N, what N's restart explains is `planned_restart:<N>` instead (info, naming the
+   request id; kafka_health.diagnose.planned), and a down broker the roll is not restarting
+   claims first.
 3. `quorum:cluster`: `quorum_no_leader`, `quorum_voter_lagging`, `snapshot_incomplete` of the quorum.
 4. `disk:<N>`: `disk_usage`, `disk_time_to_full`, `log_dir_error`, `snapshot_incomplete` of N's log dirs.
 5. `broker_out_of_sync:<N>`: partition findings whose out-of-sync brokers are all alive (the
@@ -43,6 +46,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kafka_health.diagnose import planned as planned_mod
 from kafka_health.models.findings import (
     MAX_INCIDENT_GROUPS,
     MAX_INCIDENT_PARTITIONS,
@@ -112,9 +116,20 @@ class _Context:
     offline_topics: dict[str, int]
     """Topics with an offline partition that has a replica on a down broker → the lowest such broker."""
     snapshot: ClusterSnapshot | None
+    planned: planned_mod.Planned = field(default_factory=dict)
+    """Brokers a rolling restart is restarting now (kafka_health.diagnose.planned)."""
+
+    def pick(self, brokers: Iterable[int]) -> int:
+        """The lowest id, a broker the roll is not restarting first (its trouble is not planned)."""
+        return min(brokers, key=lambda b: (b in self.planned, b))
 
     @classmethod
-    def of(cls, findings: list[Finding], snapshot: ClusterSnapshot | None) -> _Context:
+    def of(
+        cls,
+        findings: list[Finding],
+        snapshot: ClusterSnapshot | None,
+        planned: planned_mod.Planned | None = None,
+    ) -> _Context:
         down = {
             f.subject.broker: f
             for f in findings
@@ -149,7 +164,7 @@ class _Context:
                     on = [b for b in p.replicas if b in down]
                     if on:
                         offline_topics[p.topic] = min(offline_topics.get(p.topic, on[0]), *on)
-        return cls(down, churning, never_safe, replicas, offline, offline_topics, snapshot)
+        return cls(down, churning, never_safe, replicas, offline, offline_topics, snapshot, planned or {})
 
 
 def _root(f: Finding, ctx: _Context) -> Root | None:
@@ -180,16 +195,16 @@ def _root(f: Finding, ctx: _Context) -> Root | None:
         implicated = set(out_of_sync) | set(_ids(leader))
         if leader is None or check == "offline_partition":
             implicated |= set(_ids(f.evidence.get("replicas")))
-        hit = sorted(implicated & set(ctx.down))
+        hit = implicated & set(ctx.down)
         if hit:
-            return IncidentKind.BROKER_DOWN, str(hit[0])
+            return IncidentKind.BROKER_DOWN, str(ctx.pick(hit))
     if s.kind is SubjectKind.PARTITION and s.topic is not None and s.partition is not None:
         tp = (s.topic, s.partition)
         on = sorted(set(ctx.replicas.get(tp, [])) & set(ctx.down))
         if on and (check == "leader_flapping" or (check == "consumer_lag" and tp in ctx.offline)):
-            return IncidentKind.BROKER_DOWN, str(on[0])
+            return IncidentKind.BROKER_DOWN, str(ctx.pick(on))
     if check == "leader_skew" and ctx.down:
-        return IncidentKind.BROKER_DOWN, str(min(ctx.down))
+        return IncidentKind.BROKER_DOWN, str(ctx.pick(ctx.down))
 
     # 3. The quorum.
     if check in ("quorum_no_leader", "quorum_voter_lagging"):
@@ -207,7 +222,7 @@ def _root(f: Finding, ctx: _Context) -> Root | None:
 
     # 5. A live broker out of sync.
     if check in REPLICATION_CHECKS and out_of_sync:
-        return IncidentKind.BROKER_OUT_OF_SYNC, str(min(out_of_sync))
+        return IncidentKind.BROKER_OUT_OF_SYNC, str(ctx.pick(out_of_sync))
     if check in ("isr_churn", "quorum_observer_lagging") and s.broker is not None:
         return IncidentKind.BROKER_OUT_OF_SYNC, str(s.broker)
     if check == "leader_flapping" and s.topic is not None and s.partition is not None:
@@ -248,18 +263,23 @@ class _Group:
     members: list[Finding] = field(default_factory=list)
 
 
-def group_incidents(findings: Iterable[Finding], snapshot: ClusterSnapshot | None = None) -> list[Incident]:
+def group_incidents(
+    findings: Iterable[Finding],
+    snapshot: ClusterSnapshot | None = None,
+    planned: planned_mod.Planned | None = None,
+) -> list[Incident]:
     """The incidents of `findings` (worst first). Every finding is a member of exactly one.
 
     `snapshot` (the one the findings came from) adds what the findings cannot say: every
     partition and consumer group a down broker affects (findings are capped per check), and
-    which partitions are offline."""
+    which partitions are offline. `planned`: the brokers a rolling restart is restarting now;
+    what their restart explains is a `planned_restart` incident (kafka_health.diagnose.planned)."""
     ordered = list(findings)
-    ctx = _Context.of(ordered, snapshot)
+    ctx = _Context.of(ordered, snapshot, planned)
     groups: dict[Root, _Group] = {}
     notices: list[Finding] = []
     for f in ordered:
-        root = _root(f, ctx)
+        root = planned_mod.planned_root(_root(f, ctx), f, ctx.planned)
         if root is None:
             notices.append(f)
             continue
@@ -277,7 +297,12 @@ def _worst(members: list[Finding]) -> Severity:
 
 
 def _subject(kind: IncidentKind, root: str) -> Subject:
-    if kind in (IncidentKind.BROKER_DOWN, IncidentKind.DISK, IncidentKind.BROKER_OUT_OF_SYNC):
+    if kind in (
+        IncidentKind.BROKER_DOWN,
+        IncidentKind.PLANNED_RESTART,
+        IncidentKind.DISK,
+        IncidentKind.BROKER_OUT_OF_SYNC,
+    ):
         return Subject(kind=SubjectKind.BROKER, broker=int(root))
     if kind in (IncidentKind.NEVER_SAFE_TOPIC, IncidentKind.TOPIC_DURABILITY):
         return Subject(kind=SubjectKind.TOPIC, topic=root)
@@ -378,10 +403,17 @@ def _incident(g: _Group, ctx: _Context) -> Incident:
     kind, root = g.kind, g.root
     reach = (
         _broker_down_reach(int(root), members, ctx)
-        if kind is IncidentKind.BROKER_DOWN
+        if kind in (IncidentKind.BROKER_DOWN, IncidentKind.PLANNED_RESTART)
         else _Reach(_member_partitions(members), _member_groups(members))
     )
-    title, evidence, remediation, action = _describe(kind, root, members, reach)
+    if kind is IncidentKind.PLANNED_RESTART:  # absent on request: info, whatever its findings say
+        severity, action = Severity.INFO, None
+        n = reach.total if reach.total is not None else len(reach.partitions)
+        title, evidence, remediation = planned_mod.describe(
+            ctx.planned[int(root)], n, reach.evidence, len(reach.groups)
+        )
+    else:
+        title, evidence, remediation, action = _describe(kind, root, members, reach)
     return Incident(
         id=f"{kind.value}:{root}",
         kind=kind,

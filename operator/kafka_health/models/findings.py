@@ -115,6 +115,10 @@ class IncidentKind(StrEnum):
     """A broker is fenced or no longer registered (`broker_missing`), with every partition finding
     that names it out of sync or offline, its quorum and log-dir findings, and the leader skew
     its leaderships moving away cause."""
+    PLANNED_RESTART = "planned_restart"
+    """A broker the operator's rolling restart is restarting on request (its pod deleted, waiting
+    for it to return and catch up): what would be its `broker_down` or `broker_out_of_sync`
+    incident, at severity info, naming the request id (`kafka_health.diagnose.planned`)."""
     QUORUM = "quorum"
     """The KRaft controller quorum has no leader, or voters lag (not explained by a down broker)."""
     DISK = "disk"
@@ -160,7 +164,9 @@ class Incident(BaseModel):
         "'consumer_group:billing', 'never_safe_topic:orders', 'leadership:cluster', 'check:leader_flapping'."
     )
     kind: IncidentKind
-    severity: Severity = Field(description="The worst severity of its findings.")
+    severity: Severity = Field(
+        description="The worst severity of its findings; info for a planned_restart (absent by request)."
+    )
     subject: Subject = Field(
         description="The root cause's subject (a broker, a topic, a group, the cluster)."
     )

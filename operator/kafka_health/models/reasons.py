@@ -68,6 +68,9 @@ class StateReason(StrEnum):
     WARNING_FINDINGS = "WarningFindings"
     CRITICAL_FINDINGS = "CriticalFindings"
     AS_EXPECTED = "AsExpected"
+    PLANNED_RESTART = "PlannedRestart"
+    """Degraded=False: the operator's roll is restarting a broker on request; its absence (and
+    its unread log dirs) is expected, and nothing else is unreadable."""
     IDLE = "Idle"
     ACTING = "Acting"
     RESUMING = "Resuming"

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kafka_health.diagnose.incidents import incidents_of
+from kafka_health.diagnose.planned import Planned, unexpected_missing
 from kafka_health.models.findings import Diagnosis, Finding, Incident, Severity
 from kafka_health.models.policy import (
     MAX_TOP_INCIDENTS,
@@ -49,6 +50,9 @@ class CycleOutcome:
     diagnosis: Diagnosis | None = None
     problem: Problem | None = None
     remediation_blockers: tuple[Problem, ...] = ()
+    planned: Planned | None = None
+    """Brokers the operator's roll was restarting while the snapshot was read: their log dirs
+    are expected unread (kafka_health.diagnose.planned), not a reason for Degraded."""
 
 
 def set_condition(
@@ -111,6 +115,16 @@ def _healthy_condition(diagnosis: Diagnosis) -> tuple[ConditionStatus, str, str]
         reason,
         f"{n} incident{'' if n == 1 else 's'} ({counts['critical']} critical, {counts['warning']} warning "
         f"findings); worst: {incidents[0].id}: {incidents[0].title}",
+    )
+
+
+def _planned(planned: Planned) -> str:
+    """Degraded=False's message while a roll restarts brokers on request."""
+    p = [planned[b] for b in sorted(planned)]
+    who = ", ".join(f"broker {x.broker} by rolling restart {x.request_id}" for x in p)
+    return (
+        f"Restarting on request: {who}. The absence of a broker being restarted and its unread "
+        "log dirs are expected; nothing else is unreadable, and the operator can do its job."
     )
 
 
@@ -198,13 +212,20 @@ def status_after_cycle(
                 b.reason,
                 b.message + " No remediation will run.",
             )
-        elif diagnosis.missing:
-            parts = ", ".join(diagnosis.missing[:5])
+        elif unread := unexpected_missing(diagnosis.missing, outcome.planned or {}):
+            parts = ", ".join(unread[:5])
             cond(
                 ConditionType.DEGRADED,
                 ConditionStatus.TRUE,
                 DegradedReason.CLUSTER_PARTLY_UNREADABLE,
                 f"Could not read: {parts}. Remediation that needs these parts is withheld.",
+            )
+        elif outcome.planned:
+            cond(
+                ConditionType.DEGRADED,
+                ConditionStatus.FALSE,
+                StateReason.PLANNED_RESTART,
+                _planned(outcome.planned),
             )
         else:
             cond(
