@@ -10,7 +10,12 @@ import pytest
 from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
 from kafka_health.models.policy import ActionOutcome, ActionType
 from kafka_health.plan.leader_election_plan import ElectionPlan, TopicPartition
-from kafka_health.remediate.leader_election import ElectionStatus, execute_election
+from kafka_health.remediate.leader_election import (
+    ElectionStatus,
+    execute_election,
+    execute_visible_election,
+    refused_election,
+)
 
 NOW = datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
 
@@ -114,3 +119,24 @@ def test_a_refused_post_roll_election_names_the_missing_acl(monkeypatch: pytest.
     monkeypatch.setattr(rolling_restart, "elect_preferred_for", lambda *a, **kw: other)
     result, _ = rolling_restart.finish_roll(current, admin=cast(KafkaAdmin, None), clock=lambda: NOW)
     assert result.message is not None and "lacks" not in result.message
+
+
+def test_an_election_refused_for_hidden_partitions_names_them_and_sends_nothing() -> None:
+    """Refused before its first batch: every planned partition failed, nothing sent, the
+    visibility message (authorization denied: … DESCRIBE on TOPIC) is what `denied` names; an
+    unreachable cluster refuses it too, for the metadata, without an ACL named."""
+    tps = [TopicPartition(topic="orders", partition=p) for p in range(2)]
+    plan = ElectionPlan(partitions=tps, batches=[tps])
+    why = (
+        "authorization denied: 5 partitions in 1 topic on the brokers are hidden from this principal (orders)"
+    )
+    outcome = refused_election(plan, why)
+    assert not outcome.succeeded and outcome.batches_done == 0
+    assert [(p.status, p.sent) for p in outcome.partitions] == [(ElectionStatus.FAILED, False)] * 2
+    assert outcome.denied() == why
+    assert "refused before any batch: authorization denied: 5 partitions" in outcome.summary()
+    conf = {"bootstrap.servers": "127.0.0.1:1"}
+    with KafkaAdmin(conf, timeouts=Timeouts(metadata=1.0, request=1.0)) as admin:
+        unread = execute_visible_election(admin, plan)
+    assert unread.refused is not None and unread.refused.startswith("the cluster metadata could not be read")
+    assert unread.denied() is None and unread.count(ElectionStatus.FAILED) == 2

@@ -28,7 +28,8 @@ healthy") and how to finish without restarting it twice (`--restart-begun`): `re
 
 Exit: 0 done (dry run: the first broker may restart now); 1 halted, failed, refused (never-safe
 partitions, or another holder of the cluster's Lease), or (dry run) the first broker may not
-restart now; 2 usage error (click's); 3 the command could not run.
+restart now; 2 usage error (click's); 3 the command could not run (also: partitions the brokers
+hold are hidden from the principal, or it cannot check that none are: `remediate.access`).
 """
 
 from __future__ import annotations
@@ -197,7 +198,8 @@ def restart(
 
     Exit codes: 0 done (dry run: the first broker may restart now); 1 halted, failed, refused
     (never-safe partitions; another holder has the cluster's Lease, --lock-namespace), or (dry
-    run) the first broker may not restart now; 2 usage error; 3 could not run.
+    run) the first broker may not restart now; 2 usage error; 3 could not run (also: partitions
+    hidden from the principal, or DESCRIBE on CLUSTER missing to check that none are).
     """
     quiet.start(verbose, log_file)
     if (statefulset is None) == (selector is None):
@@ -253,6 +255,7 @@ def restart(
         never_safe_verdict,
         roll_plan,
     )
+    from kafka_health.remediate import access
     from kafka_health.remediate.broker_pods import BrokerPodsError, find_node_pods
     from kafka_health.remediate.rolling_restart import (
         BrokerRestartOutcome,
@@ -273,6 +276,11 @@ def restart(
             raise _fail(f"cluster {bootstrap_servers} {what}: {reason}")
         if zookeeper_mode(snapshot):
             raise _fail(f"cannot roll {bootstrap_servers}: {ZOOKEEPER_MODE}")
+        # The safety rules judge only the partitions the principal sees: with any hidden (or the
+        # totals unchecked), a broker could be called safe while it leads what nobody checked.
+        alive = [b.id for b in snapshot.brokers if b.alive]
+        if (hidden := access.hidden_in(admin, {p.topic for p in snapshot.partitions}, alive)) is not None:
+            raise _fail(f"cannot roll {bootstrap_servers}: {hidden}; nothing restarted")
         controllers = sorted(controller_only_nodes(snapshot))
         known = sorted(b.id for b in snapshot.brokers)
         default = known + (controllers if controller_spec is not None else [])

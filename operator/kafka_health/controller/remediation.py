@@ -276,7 +276,7 @@ def _elect(
     policy: PolicyRef,
     lease: ClusterLease,
 ) -> KafkaHealthPolicyStatus:
-    from kafka_health.remediate.leader_election import execute_election
+    from kafka_health.remediate.leader_election import execute_visible_election
 
     assert action.election is not None
     out = status.model_copy(deep=True)
@@ -291,7 +291,7 @@ def _elect(
     )
     _guarded_persist(ctx, lease)(out)
     ctx.on_event("Normal", EventReason.ELECTION_STARTED, action.summary)
-    outcome = execute_election(ctx.admin, action.election, guard=_step_guard(ctx, lease))
+    outcome = execute_visible_election(ctx.admin, action.election, guard=_step_guard(ctx, lease))
     _record(
         out,
         outcome.record(
@@ -306,7 +306,7 @@ def _elect(
     out.current_remediation = None
     ok = outcome.succeeded
     denied = None if ok else outcome.denied()
-    if denied is not None:  # a missing ACL (ALTER on CLUSTER): what to grant, not just "failed"
+    if denied is not None:  # a missing ACL (ALTER on CLUSTER, DESCRIBE on hidden topics): the grant
         out.remediation_summary = denied[:256]
         ctx.on_event("Warning", DegradedReason.KAFKA_AUTHORIZATION_DENIED, f"{outcome.summary()}; {denied}")
     else:

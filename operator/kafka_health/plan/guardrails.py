@@ -68,10 +68,15 @@ class SafetyLimits:
 # Parts of ClusterSnapshot.missing (as `collect` names them) each action cannot do without:
 # whole parts by name, and per-topic parts by prefix. A roll must see every partition and the
 # quorum (configs:<topic> gaps are caught per partition by the min-ISR rule); an offset reset
-# needs offsets and groups (offsets:<topic> gaps are caught per partition by its plan).
+# needs offsets and groups (offsets:<topic> gaps are caught per partition by its plan). An
+# election or a roll acts on every partition: none may be hidden from the principal, and the
+# totals must be checked (`visibility`: partitions the brokers hold that its metadata leaves out).
 _NEEDS: dict[ActionType, tuple[frozenset[str], tuple[str, ...]]] = {
-    ActionType.PREFERRED_LEADER_ELECTION: (frozenset(), ()),
-    ActionType.ROLLING_RESTART: (frozenset({"quorum", "configs", "partitions"}), ("partitions:",)),
+    ActionType.PREFERRED_LEADER_ELECTION: (frozenset({"visibility"}), ()),
+    ActionType.ROLLING_RESTART: (
+        frozenset({"quorum", "configs", "partitions", "visibility"}),
+        ("partitions:",),
+    ),
     ActionType.OFFSET_RESET: (frozenset({"offsets", "groups"}), ()),
 }
 

@@ -112,14 +112,19 @@ def check_named_topics(admin: KafkaAdmin, named: Iterable[str], listed: Iterable
 
 
 def hidden_refusal(admin: KafkaAdmin, md: ClusterMetadata) -> str | None:
+    """`hidden_in` for the topics (with or without error) and the brokers of a Metadata answer."""
+    listed = {p.topic for p in md.partitions} | set(md.topic_errors)
+    return hidden_in(admin, listed, [b.id for b in md.brokers])
+
+
+def hidden_in(admin: KafkaAdmin, listed_topics: Iterable[str], broker_ids: Iterable[int]) -> str | None:
     """Why an action over every partition must not run, or None when the principal sees every
     partition the brokers hold (`collect.visibility`): some are hidden (it lacks DESCRIBE on
     their topics), the totals cannot be checked (it lacks DESCRIBE on CLUSTER), or a broker's log
     dirs were not read (what only it holds may be hidden)."""
     from kafka_health.collect.visibility import read_visibility
 
-    listed = {p.topic for p in md.partitions} | set(md.topic_errors)
-    visibility = read_visibility(admin, sorted(listed), [b.id for b in md.brokers])
+    visibility = read_visibility(admin, sorted(set(listed_topics)), sorted(set(broker_ids)))
     if visibility.complete:
         return None
     if visibility.hidden or visibility.unchecked is not None:

@@ -53,6 +53,11 @@ class ElectionOutcome(BaseModel):
     batches_done: int = 0
     batches_total: int = 0
     failed_reason: str | None = Field(None, description="Why the run stopped early (secret-free).")
+    refused: str | None = Field(
+        None,
+        description="Why nothing was sent: partitions hidden from the principal, or totals it "
+        "cannot check (`remediate.access`); the ACL is named.",
+    )
 
     def count(self, status: ElectionStatus) -> int:
         return sum(1 for p in self.partitions if p.status is status)
@@ -71,6 +76,11 @@ class ElectionOutcome(BaseModel):
         """The ACL the principal lacks when Kafka refused the election for authorization
         (`authorization denied: the principal lacks ALTER on CLUSTER kafka-cluster (grant it: …)`),
         from the call's or a partition's error; None otherwise."""
+        if (
+            self.refused is not None
+            and security_errors.kind_of(self.refused) is security_errors.Kind.AUTHORIZATION
+        ):
+            return self.refused
         texts = [self.failed_reason or ""]
         texts += [p.message or "" for p in self.partitions if p.status is ElectionStatus.FAILED]
         return next(
@@ -240,3 +250,46 @@ def execute_election(
             progress(index, outcome)
     outcome.partitions.sort(key=lambda p: (p.topic, p.partition))
     return outcome
+
+
+def refused_election(plan: ElectionPlan, why: str) -> ElectionOutcome:
+    """The outcome of an election refused before its first batch (nothing sent): every planned
+    partition failed with `why`, which is also the run's `failed_reason` and `refused`."""
+    reason = f"refused before any batch: {why}; nothing elected"
+    return ElectionOutcome(
+        partitions=[
+            PartitionElection(
+                topic=tp.topic,
+                partition=tp.partition,
+                status=ElectionStatus.FAILED,
+                message="not done: refused",
+            )
+            for batch in plan.batches
+            for tp in batch
+        ],
+        batches_total=len(plan.batches),
+        failed_reason=reason,
+        refused=why,
+    )
+
+
+def execute_visible_election(
+    admin: KafkaAdmin,
+    plan: ElectionPlan,
+    *,
+    progress: Progress | None = None,
+    guard: Callable[[], None] = lambda: None,
+) -> ElectionOutcome:
+    """`execute_election`, after checking live that the principal sees every partition the
+    brokers hold (`access.hidden_refusal`): an election planned on a partial view would report
+    partitions as led by their preferred replica that it never saw, so with anything hidden (or
+    the totals unchecked, or the metadata unreadable) nothing is sent (`refused_election`)."""
+    from kafka_health.remediate import access
+
+    try:
+        why = access.hidden_refusal(admin, admin.metadata())
+    except AdminCallError as exc:
+        why = f"the cluster metadata could not be read to check what is hidden: {exc}"
+    if why is not None:
+        return refused_election(plan, why)
+    return execute_election(admin, plan, progress=progress, guard=guard)

@@ -121,6 +121,18 @@ def test_missing_parts_hold_only_the_actions_that_need_them() -> None:
     assert check_snapshot(group, RESET, NOW, max_age=AGE, group="audit") is None
 
 
+def test_hidden_partitions_hold_the_election_and_the_roll_not_a_reset() -> None:
+    """An election or a roll acts on every partition: while some are hidden from the principal
+    (or the totals cannot be checked) it is withheld with the reason; an offset reset names its
+    topics, which its plan checks one by one."""
+    hidden = snapshot(missing=[("visibility", "authorization denied: 5 partitions in 1 topic … hidden")])
+    for action in (PLE, ROLL):
+        hold = check_snapshot(hidden, action, NOW, max_age=AGE)
+        assert hold is not None and hold.reason is WithheldReason.SNAPSHOT_INCOMPLETE
+        assert "visibility (authorization denied: 5 partitions" in hold.message
+    assert check_snapshot(hidden, RESET, NOW, max_age=AGE) is None
+
+
 def test_offline_partitions_and_leaderless_quorum_hold() -> None:
     offline = snapshot([*balanced(), partition("t", 0, [1], isr=[], leader=None)])
     hold = check_cluster_state(offline)
