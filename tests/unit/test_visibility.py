@@ -117,3 +117,69 @@ def test_from_log_dirs_merges_dirs_and_leaves_out_future_replicas() -> None:
 def test_from_log_dirs_empty_answer() -> None:
     assert from_log_dirs(Partial(), []).unchecked is not None
     assert from_log_dirs(Partial(values={0: [LogDir(broker_id=0, path="/d")]}), []).complete
+
+
+# ------------------------------------------------------------------ finding, incident, status
+from datetime import UTC, datetime  # noqa: E402
+
+from kafka_health.diagnose.incidents import group_incidents  # noqa: E402
+from kafka_health.diagnose.missing import missing_findings  # noqa: E402
+from kafka_health.models.findings import Diagnosis, IncidentKind, Severity  # noqa: E402
+from kafka_health.models.snapshot import Missing  # noqa: E402
+from kafka_health.report.status import denied_view  # noqa: E402
+
+HIDDEN = compare({0: {"orders": [0, 1, 2]}}, ["seen"], {}).message()
+
+
+@pytest.mark.parametrize(
+    ("hidden", "visible", "severity"),
+    [
+        (3, 4, Severity.WARNING),
+        (3, 3, Severity.CRITICAL),
+        (3, 0, Severity.CRITICAL),
+        (0, 0, Severity.WARNING),
+    ],
+)
+def test_visibility_finding_severity_rule(hidden: int, visible: int, severity: Severity) -> None:
+    (f,) = missing_findings([Missing(part="visibility", reason=HIDDEN)], hidden=hidden, visible=visible)
+    assert (f.check, f.severity) == ("visibility", severity)
+    assert f.message.startswith("Authorization denied: 3 partitions in 1 topic")
+    assert f.evidence["hidden_partitions"] == hidden
+
+
+def test_visibility_incident_and_group_offsets_join_their_group() -> None:
+    missing = [
+        Missing(part="visibility", reason=HIDDEN),
+        Missing(
+            part="group_offsets:billing",
+            reason="authorization denied: the principal lacks DESCRIBE on TOPIC orders",
+        ),
+    ]
+    findings = missing_findings(missing, hidden=3, visible=10)
+    incidents = {i.id: i for i in group_incidents(findings)}
+    assert set(incidents) == {"visibility:cluster", "consumer_group:billing"}
+    vis = incidents["visibility:cluster"]
+    assert vis.kind is IncidentKind.VISIBILITY and vis.severity is Severity.WARNING
+    assert "DESCRIBE on TOPIC" in vis.title and "KafkaAuthorizationDenied" in vis.remediation
+    assert incidents["consumer_group:billing"].findings[0].subject.group == "billing"
+    d = Diagnosis(
+        cluster="c", taken_at=datetime.now(UTC), findings=findings, missing=[m.part for m in missing]
+    )
+    assert d.exit_code() == 1
+    text = denied_view(d)
+    assert text is not None and text.startswith("Authorization denied: 3 partitions")
+    assert text.endswith("(and 1 more part denied)")
+
+
+def test_unchecked_totals_and_other_parts() -> None:
+    unchecked = compare({}, [], {0: DENIED}).message()
+    (f,) = missing_findings([Missing(part="visibility", reason=unchecked)])
+    assert f.severity is Severity.WARNING and "the totals cannot be checked" in f.message
+    d = Diagnosis(cluster="c", taken_at=datetime.now(UTC), findings=[f])
+    assert d.exit_code() == 1 and "totals cannot be checked" in (denied_view(d) or "")
+    timed_out = compare({}, [], {0: "timed out"}).message()
+    (g,) = missing_findings([Missing(part="visibility", reason=timed_out)])
+    assert denied_view(Diagnosis(cluster="c", taken_at=datetime.now(UTC), findings=[g])) is None
+    (h,) = missing_findings([Missing(part="configs:t", reason="authorization denied: the principal lacks X")])
+    text = denied_view(Diagnosis(cluster="c", taken_at=datetime.now(UTC), findings=[h]))
+    assert text == "Could not read configs:t: authorization denied: the principal lacks X"

@@ -5,6 +5,11 @@ Metadata comes first: without it nothing else is meaningful, so an unreachable c
 configs, offsets, groups, log dirs) are read in parallel, each bounded; whatever fails is named
 in `missing` (`part` like `quorum`, `configs:<topic>`, `offsets:<topic>`, `group:<id>`,
 `log_dirs:<broker>`) and the fields it would have filled stay empty.
+
+What the principal may not see is named too (`collect.visibility`): the partitions the brokers'
+log dirs hold that its metadata leaves out are `ClusterSnapshot.hidden` and a `visibility` part
+(or, when the log dirs cannot be read, a `visibility` part saying the totals cannot be checked),
+and a group whose committed offsets on those topics Kafka leaves out is `group_offsets:<id>`.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypeVar
 
-from kafka_health.collect import parse, security_errors
+from kafka_health.collect import parse, security_errors, visibility
 from kafka_health.collect.kafka_admin import (
     AdminCallError,
     BrokerRegistration,
@@ -24,7 +29,7 @@ from kafka_health.collect.kafka_admin import (
     KafkaAdmin,
     TopicPartitionKey,
 )
-from kafka_health.collect.results import ZOOKEEPER_MODE
+from kafka_health.collect.results import ZOOKEEPER_MODE, Partial
 from kafka_health.models.snapshot import (
     Broker,
     ClusterSnapshot,
@@ -72,9 +77,7 @@ def collect_snapshot(
             _guard, "offsets", [], _nothing if safety_only else lambda: _offsets(admin, md.partitions)
         )
         f_groups = pool.submit(_guard, "groups", [], _nothing if safety_only else lambda: _groups(admin))
-        f_dirs = pool.submit(
-            _guard, "log_dirs", [], _nothing if safety_only else lambda: _log_dirs(admin, alive)
-        )
+        f_dirs = pool.submit(_guard, "log_dirs", None, lambda: _dirs(admin, [] if safety_only else alive))
         registrations, quorum = f_regs.result(), f_quorum.result()
         configs, offsets, groups, dirs = (
             f_configs.result(),
@@ -85,15 +88,25 @@ def collect_snapshot(
 
     snap.quorum = quorum[0]
     snap.brokers = merge_brokers(md.brokers, registrations[0], md.partitions)
-    snap.topic_configs, snap.offsets, snap.groups, snap.log_dirs = configs[0], offsets[0], groups[0], dirs[0]
+    snap.topic_configs, snap.offsets, snap.groups = configs[0], offsets[0], groups[0]
     for part in (registrations, quorum, configs, offsets, groups, dirs):
         snap.missing.extend(part[1])
     if not safety_only:
-        snap.missing.extend(
-            Missing(part=f"log_dirs:{b.id}", reason=f"broker is {b.state}: it answers no log-dir request")
-            for b in snap.brokers
-            if not b.alive
-        )
+        raw_dirs = dirs[0]
+        if raw_dirs is not None:
+            snap.log_dirs = [d for b in sorted(raw_dirs.values) for d in raw_dirs.values[b]]
+            snap.missing.extend(
+                Missing(part=f"log_dirs:{b}", reason=r) for b, r in sorted(raw_dirs.errors.items())
+            )
+        else:  # the call failed as a whole (named once, as the `log_dirs` part), or no broker is alive
+            raw_dirs = Partial(errors={b: m.reason for b in alive for m in dirs[1][:1]})
+        down = {
+            b.id: f"broker is {b.state}: it answers no log-dir request" for b in snap.brokers if not b.alive
+        }
+        snap.missing.extend(Missing(part=f"log_dirs:{b}", reason=r) for b, r in sorted(down.items()))
+        raw_dirs.errors = {**down, **raw_dirs.errors}
+        seen = set(topics) | set(md.topic_errors)
+        _hidden(snap, visibility.recheck(visibility.from_log_dirs(raw_dirs, seen), admin))
     # A refused ACL says which operation on which resource (and the grant), not just the code.
     for m in snap.missing:
         denied = security_errors.authorization_denied(m.part, m.reason)
@@ -212,7 +225,40 @@ def group(desc: GroupDescription, committed: list[GroupOffset]) -> ConsumerGroup
     )
 
 
-def _log_dirs(admin: KafkaAdmin, brokers: list[int]) -> Part[list[LogDir]]:
-    raw = admin.describe_log_dirs(brokers)
-    dirs = [d for b in sorted(raw.values) for d in raw.values[b]]
-    return dirs, [Missing(part=f"log_dirs:{b}", reason=r) for b, r in sorted(raw.errors.items())]
+def _dirs(admin: KafkaAdmin, brokers: list[int]) -> Part[Partial[int, list[LogDir]] | None]:
+    """The log dirs of `brokers` (none asked: a safety-only read)."""
+    return (admin.describe_log_dirs(brokers) if brokers else None), []
+
+
+def _hidden(snap: ClusterSnapshot, seen: visibility.Visibility) -> None:
+    """Record what the principal cannot see: the hidden partitions and a `visibility` part (or
+    the part saying the totals cannot be checked), and per consumer group the committed offsets
+    Kafka leaves out of OffsetFetch for topics the principal may not DESCRIBE (so no lag there
+    is read as 0 or vanishes unnoticed): definitely when its members are assigned a hidden
+    topic; possibly when not one of its offsets could be read while topics are hidden."""
+    snap.hidden = {t: list(ps) for t, ps in seen.hidden.items()}
+    if seen.hidden or seen.unchecked is not None:
+        snap.missing.append(Missing(part="visibility", reason=seen.message()))
+    if not seen.hidden:
+        return
+    for g in snap.groups:
+        assigned = sorted({o.topic for o in g.offsets if o.topic in seen.hidden})
+        if assigned:
+            reason = (
+                f"authorization denied: the principal lacks DESCRIBE on TOPIC {', '.join(assigned)}, which "
+                f"members of group {g.group_id} are assigned: Kafka leaves the group's committed offsets "
+                "there out of its OffsetFetch answer, so their lag is unknown, not 0"
+            )
+        elif not any(o.committed_offset is not None for o in g.offsets):
+            n = len(seen.hidden)
+            reason = (
+                f"authorization denied: no committed offset of group {g.group_id} could be read while "
+                f"{n} topic{'' if n == 1 else 's'} {'is' if n == 1 else 'are'} hidden from the principal "
+                "(it lacks DESCRIBE on TOPIC): Kafka leaves those topics out of its OffsetFetch answer, so "
+                "the group's offsets there, if any, are unknown"
+            )
+        else:
+            continue
+        snap.missing.append(
+            Missing(part=f"group_offsets:{g.group_id}", reason=f"{reason} ({visibility.GRANT_TOPIC})")
+        )

@@ -91,8 +91,8 @@ class Visibility:
         return (
             f"authorization denied: {_plural(n, 'partition')} in {_plural(m, 'topic')} on the brokers are "
             f"hidden from this principal ({named}): it lacks DESCRIBE on TOPIC, so Kafka leaves them out "
-            "of the metadata and every check, and the committed offsets of consumer groups on them, are "
-            f"blind to them ({GRANT_TOPIC})" + _partial_note(self.brokers_unread, "the count may be low")
+            "of the metadata: every check is blind to them, and to consumer groups' committed offsets on "
+            f"them ({GRANT_TOPIC})" + _partial_note(self.brokers_unread, "the count may be low")
         )
 
 

@@ -9,7 +9,7 @@ pure function of the findings (and, when given, the snapshot they came from), ru
 The rules, in order — a finding belongs to the first rule that claims it, so every finding is in
 exactly one incident (`IncidentKind` documents each kind):
 
-1. `cluster_unreachable` → `cluster_unreachable:cluster`.
+1. `cluster_unreachable` → `cluster_unreachable:cluster`; `visibility` → `visibility:cluster`.
 2. `broker_down:<N>` for every `broker_missing` broker N. It claims: that finding; the partition
    findings (`offline_partition`, `under_replicated`, `under_min_isr`, `at_min_isr`) whose
    out-of-sync brokers, leader, or (offline) replicas include a down broker (the lowest such id,
@@ -29,7 +29,8 @@ exactly one incident (`IncidentKind` documents each kind):
    with RF 1: T's other topic findings and its remaining partition findings join it.
 7. `topic_durability:<T>`: `low_replication_factor`, `low_min_isr`, `unclean_leader_election`.
 8. `consumer_group:<G>`: `consumer_lag` (group and partitions), `offset_out_of_range`,
-   `offset_expiry`, `rebalance_storm`, `snapshot_incomplete` of the group.
+   `offset_expiry`, `rebalance_storm`, `snapshot_incomplete` of the group (`group:<G>`, and
+   `group_offsets:<G>`: offsets Kafka left out for a topic the principal may not DESCRIBE).
 9. `leadership:cluster`: `leader_imbalance`, `leader_skew` (no broker down).
 10. `check:<check>`: anything else, one incident per check.
 
@@ -175,6 +176,8 @@ def _root(f: Finding, ctx: _Context) -> Root | None:
         return None
     if check == "cluster_unreachable":
         return IncidentKind.CLUSTER_UNREACHABLE, "cluster"
+    if check == "visibility":
+        return IncidentKind.VISIBILITY, "cluster"
 
     # 2. A broker down.
     if check == "broker_missing" and s.broker is not None:
@@ -245,7 +248,7 @@ def _root(f: Finding, ctx: _Context) -> Root | None:
         return IncidentKind.CONSUMER_GROUP, s.group
     if check == "snapshot_incomplete":
         kind, detail = _part(f)
-        if kind == "group" and detail:
+        if kind in ("group", "group_offsets") and detail:
             return IncidentKind.CONSUMER_GROUP, detail
 
     # 9. Leadership.
@@ -599,6 +602,17 @@ def _describe(
                 PREFERRED_LEADER_ELECTION,
             )
         return title, {}, f"{_NO_ACTION}." + _hint(members), None
+
+    if kind is IncidentKind.VISIBILITY:
+        return (
+            first.message,
+            {k: first.evidence.get(k) for k in ("hidden_partitions", "visible_partitions")},
+            f"{_NO_ACTION}: grant the ACL named; until then the diagnosis covers only what the principal "
+            "sees, and the operator runs no remediation (KafkaAuthorizationDenied)."
+            if first.message.lower().startswith("authorization denied")
+            else f"{_NO_ACTION}: the brokers' log dirs are read again next cycle.",
+            None,
+        )
 
     if kind is IncidentKind.CLUSTER_UNREACHABLE:
         return (

@@ -23,6 +23,7 @@ _FEEDS = {
     "groups": "the lag and rebalance checks",
     "group": "the lag and rebalance checks",
     "log_dirs": "the disk checks",
+    "group_offsets": "the lag checks",
 }
 _TOPIC_PARTS = {"partitions", "configs", "offsets"}
 
@@ -30,7 +31,7 @@ _TOPIC_PARTS = {"partitions", "configs", "offsets"}
 def _subject(kind: str, detail: str) -> Subject:
     if detail and kind in _TOPIC_PARTS:
         return Subject(kind=SubjectKind.TOPIC, topic=detail)
-    if detail and kind == "group":
+    if detail and kind in ("group", "group_offsets"):
         return Subject(kind=SubjectKind.GROUP, group=detail)
     if detail.isdigit() and kind == "log_dirs":
         return Subject(kind=SubjectKind.BROKER, broker=int(detail))
@@ -78,15 +79,39 @@ def quorum_lost(missing: list[Missing], *, brokers_all_alive: bool) -> Missing |
     return quorum
 
 
-def missing_findings(missing: list[Missing], *, brokers_all_alive: bool = True) -> list[Finding]:
+def visibility_finding(m: Missing, *, hidden: int, visible: int) -> Finding:
+    """The `visibility` part as a finding of its own: `hidden` partitions on the brokers' log
+    dirs that the principal's metadata leaves out, beside the `visible` ones it reads. Critical
+    when at least as many are hidden as are seen (half the cluster or more: a diagnosis of the
+    smaller part must not read as the cluster's health); else, and when the totals cannot be
+    checked (DescribeLogDirs refused), a warning: never healthy."""
+    critical = hidden > 0 and hidden >= visible
+    return Finding(
+        check="visibility",
+        severity=Severity.CRITICAL if critical else Severity.WARNING,
+        subject=Subject(kind=SubjectKind.CLUSTER),
+        message=m.reason[:1].upper() + m.reason[1:],
+        evidence={"part": m.part, "hidden_partitions": hidden, "visible_partitions": visible},
+        remediation="grant the principal DESCRIBE on TOPIC (and DESCRIBE on CLUSTER), as the ACL table "
+        "in docs/policy.md lists",
+    )
+
+
+def missing_findings(
+    missing: list[Missing], *, brokers_all_alive: bool = True, hidden: int = 0, visible: int = 0
+) -> list[Finding]:
     """A finding per unread part: `quorum_no_leader` (critical) for a quorum that went unanswered
     while everything else answered (`quorum_lost`), `cluster_unreachable` without metadata,
-    `snapshot_incomplete` (warning) for any other part."""
+    `visibility` for what the principal may not see (`visibility_finding`; `hidden` and `visible`
+    count the partitions), `snapshot_incomplete` (warning) for any other part."""
     lost = quorum_lost(missing, brokers_all_alive=brokers_all_alive)
     out = []
     for m in missing:
         kind, _, detail = m.part.partition(":")
         feeds = _FEEDS.get(kind, "some checks")
+        if kind == "visibility":
+            out.append(visibility_finding(m, hidden=hidden, visible=visible))
+            continue
         if m is lost:
             out.append(
                 Finding(

@@ -50,7 +50,12 @@ def run_diagnosis(
     over the history windows `windows` keeps in the JVM (then a `SlotWindows`)."""
     started = time.monotonic()
     t = thresholds or Thresholds()
-    findings = missing_findings(snapshot.missing, brokers_all_alive=all(b.alive for b in snapshot.brokers))
+    findings = missing_findings(
+        snapshot.missing,
+        brokers_all_alive=all(b.alive for b in snapshot.brokers),
+        hidden=sum(len(ps) for ps in snapshot.hidden.values()),
+        visible=len(snapshot.partitions),
+    )
     summary = None
     if snapshot.reachable:
         root = str(history_root) if history_root is not None else None

@@ -111,6 +111,9 @@ class IncidentKind(StrEnum):
 
     CLUSTER_UNREACHABLE = "cluster_unreachable"
     """The cluster metadata could not be read: nothing else was diagnosed."""
+    VISIBILITY = "visibility"
+    """Partitions on the brokers hidden from the principal (it lacks DESCRIBE on TOPIC), or the
+    totals that cannot be checked (DescribeLogDirs refused): the `visibility` finding."""
     BROKER_DOWN = "broker_down"
     """A broker is fenced or no longer registered (`broker_missing`), with every partition finding
     that names it out of sync or offline, its quorum and log-dir findings, and the leader skew

@@ -140,6 +140,13 @@ class ClusterSnapshot(_Model):
     offsets: list[PartitionOffsets] = Field(default_factory=list)
     groups: list[ConsumerGroup] = Field(default_factory=list)
     log_dirs: list[LogDir] = Field(default_factory=list)
+    hidden: dict[str, list[int]] = Field(
+        default_factory=dict,
+        description=(
+            "Topic -> partitions the brokers' log dirs hold but this principal's metadata leaves out "
+            "(it lacks DESCRIBE on TOPIC): every check is blind to them (`collect.visibility`)."
+        ),
+    )
     missing: list[Missing] = Field(default_factory=list)
 
     @property

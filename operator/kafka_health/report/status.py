@@ -128,6 +128,27 @@ def _planned(planned: Planned) -> str:
     )
 
 
+def denied_view(diagnosis: Diagnosis) -> str | None:
+    """Why the principal's view of the cluster is partial because of authorization (Ready=False,
+    KafkaAuthorizationDenied), or None: the `visibility` finding first (what is hidden, or the
+    totals that cannot be checked), else the first part an ACL kept from being read."""
+    denied = [
+        f
+        for f in diagnosis.findings
+        if f.check in ("visibility", "snapshot_incomplete")
+        and str(f.evidence.get("reason", f.message)).lower().startswith("authorization denied")
+    ]
+    if not denied:
+        return None
+    first = min(denied, key=lambda f: f.check != "visibility")
+    if first.check == "visibility":
+        text = first.message
+    else:
+        text = f"Could not read {first.evidence.get('part')}: {first.evidence.get('reason')}"
+    more = len(denied) - 1
+    return (text + (f" (and {more} more part{'' if more == 1 else 's'} denied)" if more else ""))[:1000]
+
+
 def summarize_incident(i: Incident) -> IncidentSummary:
     return IncidentSummary(
         id=i.id[:300],
@@ -177,7 +198,10 @@ def status_after_cycle(
     elif diagnosis is not None:
         took = max(now - diagnosis.taken_at, timedelta(0))
         slow = is_slow(took, interval) if interval is not None else None
-        if slow and interval is not None:
+        denied = denied_view(diagnosis)
+        if denied is not None:
+            cond(ConditionType.READY, ConditionStatus.FALSE, DegradedReason.KAFKA_AUTHORIZATION_DENIED, denied)
+        elif slow and interval is not None:
             cond(
                 ConditionType.READY,
                 ConditionStatus.TRUE,

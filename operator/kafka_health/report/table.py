@@ -43,6 +43,17 @@ def _listed(names: list[str], total: int, limit: int) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
+def _visible(d: Diagnosis) -> str:
+    """The counts are what the principal sees: say so when that is not the whole cluster."""
+    seen = next((f for f in d.findings if f.check == "visibility"), None)
+    if seen is None:
+        return ""
+    hidden = int(seen.evidence.get("hidden_partitions") or 0)
+    if hidden:
+        return f" (what this principal sees; {hidden} more partitions on the brokers are hidden from it)"
+    return " (what this principal sees; the totals cannot be checked)"
+
+
 def render(diagnosis: Diagnosis, members: bool = False) -> str:
     """The report; `members` also lists each incident's findings, indented under it."""
     d = diagnosis
@@ -53,7 +64,7 @@ def render(diagnosis: Diagnosis, members: bool = False) -> str:
         alive = sum(1 for b in s.brokers if b.alive)
         lines.append(
             f"{len(s.brokers)} brokers ({alive} alive), {s.topics} topics, {s.partitions} partitions, "
-            f"{s.groups} consumer groups"
+            f"{s.groups} consumer groups" + _visible(d)
         )
     if d.missing:
         lines.append(f"Not read: {', '.join(d.missing)}")
