@@ -147,8 +147,9 @@ def test_operator_diagnoses_sasl_ssl_and_names_each_security_failure(
     assert "spec.cluster.security.sasl.username/password" in wrong["message"]
 
     bad_ca = condition(degraded(cp, ns, "bad-ca"), "Degraded")
-    assert bad_ca["reason"] == "KafkaTLSHandshakeFailed", bad_ca
+    assert bad_ca["reason"] == "KafkaTLSUntrustedCertificate", bad_ca
     assert "spec.cluster.security.tls.ca" in bad_ca["message"]
+    assert "ssl.ca.location" not in bad_ca["message"]  # librdkafka's key, not the user's
 
     app = degraded(cp, ns, "app")
     denied = condition(app, "Degraded")
@@ -159,7 +160,7 @@ def test_operator_diagnoses_sasl_ssl_and_names_each_security_failure(
     reasons = {
         e["reason"] for e in json.loads(kubectl(cp, "get", "events", "-n", ns, "-o", "json").stdout)["items"]
     }
-    assert {"KafkaAuthenticationFailed", "KafkaTLSHandshakeFailed"} <= reasons
+    assert {"KafkaAuthenticationFailed", "KafkaTLSUntrustedCertificate"} <= reasons
     for name in ("admin", "wrong-password", "bad-ca", "app"):
         no_secret(cp, ns, sasl, name)
 
@@ -193,7 +194,7 @@ def test_operator_diagnoses_mtls_and_names_a_missing_client_certificate(
     assert condition(ok, "Ready")["status"] == "True", ok
     assert condition(ok, "Degraded")["status"] == "False", ok
     refused = condition(degraded(cp, ns, "mtls-no-cert"), "Degraded")
-    assert refused["reason"] == "KafkaTLSHandshakeFailed", refused
+    assert refused["reason"] == "KafkaTLSClientCertificateRefused", refused
     assert "spec.cluster.security.tls.certificate/key" in refused["message"]
     key_line = mtls.material().user_key(security.ADMIN).read_text().splitlines()[1]
     for name in ("mtls", "mtls-no-cert"):

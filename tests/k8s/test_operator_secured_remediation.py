@@ -54,6 +54,10 @@ COMMITTED = 4  # the group's committed offset on every partition before the rese
 SECURITY_REASONS = {
     "KafkaAuthenticationFailed",
     "KafkaTLSHandshakeFailed",
+    "KafkaTLSUntrustedCertificate",
+    "KafkaTLSHostnameMismatch",
+    "KafkaTLSCertificateExpired",
+    "KafkaTLSClientCertificateRefused",
     "KafkaSecurityProtocolMismatch",
     "KafkaAuthorizationDenied",
     "SecretNotFound",

@@ -7,9 +7,14 @@ import pytest
 
 from kafka_health.collect.security_errors import (
     Kind,
+    PeerCheck,
+    TlsCause,
     authorization_denied,
     classify_connection_errors,
+    kafka_key_names,
     kind_of,
+    tls_cause,
+    tls_verify_failed,
 )
 
 WRONG_PASSWORD = (
@@ -161,3 +166,90 @@ def test_bad_ca_and_hostname_mismatch_share_a_text_so_the_message_names_both_fix
             "ssl.endpoint.identification.algorithm",
         ):
             assert setting in found.message
+
+
+# ------------------------------------------------------------------------------------ TLS causes
+# OpenSSL's verify results as Python's ssl reported them against the mTLS / SSL testbeds
+# (tests/secured/test_tls_causes.py proves the whole path on real brokers).
+UNTRUSTED_CHECK = PeerCheck("127.0.0.1:37092", 19, "self-signed certificate in certificate chain")
+HOSTNAME_CHECK = PeerCheck(
+    "localhost:37092", 62, "Hostname mismatch, certificate is not valid for 'localhost'.", ("IP:127.0.0.1",)
+)
+EXPIRED_CHECK = PeerCheck("127.0.0.1:37092", 10, "certificate has expired", (), "2026-01-01 00:00:00 UTC")
+ROGUE_CLIENT = (
+    "_SSL",
+    "ssl://127.0.0.1:37092/bootstrap: Receive failed: error:0A000412:SSL routines::ssl/tls alert bad "
+    "certificate: SSL alert number 42: client SSL authentication might be required (see ssl.key.location "
+    "and ssl.certificate.location and consult the broker logs for more information) (after 2ms in state X)",
+)
+LIBRDKAFKA_ONLY = ("ssl.ca.location", "ssl.key.location", "ssl.certificate.location", "ssl.ca.pem")
+
+
+@pytest.mark.parametrize(
+    ("error", "check", "cause", "fix"),
+    [
+        (BAD_CA, UNTRUSTED_CHECK, TlsCause.UNTRUSTED, "ssl.truststore.location"),
+        (
+            ("_SSL", BAD_CA[1].replace("127.0.0.1", "localhost")),
+            HOSTNAME_CHECK,
+            TlsCause.HOSTNAME,
+            "ssl.endpoint.identification.algorithm=",
+        ),
+        (BAD_CA, EXPIRED_CHECK, TlsCause.EXPIRED, "ssl.keystore.location"),
+        (ROGUE_CLIENT, None, TlsCause.CLIENT_REFUSED, "ssl.keystore.location"),
+    ],
+)
+def test_each_tls_cause_has_its_message_and_names_the_kafka_key(
+    error: tuple[str, str], check: PeerCheck | None, cause: TlsCause, fix: str
+) -> None:
+    asked: list[tuple[str, int]] = []
+
+    def check_peer(host: str, port: int) -> PeerCheck | None:
+        asked.append((host, port))
+        return check
+
+    found = classify_connection_errors([error, ALL_DOWN], check_peer)
+    assert found is not None and found.kind is Kind.TLS and found.cause is cause
+    assert tls_cause(found.message) is cause and kind_of(found.message) is Kind.TLS
+    assert fix in found.message
+    assert not any(key in found.message for key in LIBRDKAFKA_ONLY), found.message
+    if check is not None:  # the broker of the error text was checked, once
+        assert asked == [(check.address.split(":")[0], 37092)]
+
+
+def test_hostname_mismatch_names_what_the_certificate_carries() -> None:
+    found = tls_verify_failed("localhost", HOSTNAME_CHECK)
+    assert found is not None
+    assert "does not name the host localhost" in found.message
+    assert "the certificate carries IP:127.0.0.1" in found.message
+
+
+def test_expired_names_the_end_of_validity() -> None:
+    found = tls_verify_failed("127.0.0.1", EXPIRED_CHECK)
+    assert found is not None and "notAfter: 2026-01-01 00:00:00 UTC" in found.message
+
+
+@pytest.mark.parametrize("check", [None, PeerCheck("127.0.0.1:37092", 0, "ok", ("IP:127.0.0.1",))])
+def test_an_inconclusive_check_names_both_fixes_and_no_librdkafka_key(check: PeerCheck | None) -> None:
+    found = classify_connection_errors([BAD_CA], lambda host, port: check)
+    assert found is not None and found.cause is None and tls_cause(found.message) is None
+    assert "ssl.truststore.location" in found.message
+    assert "ssl.endpoint.identification.algorithm" in found.message
+    assert "certificate verify failed" in found.message
+    assert not any(key in found.message for key in LIBRDKAFKA_ONLY), found.message
+
+
+def test_another_verify_result_is_told_as_it_is() -> None:
+    found = tls_verify_failed("h", PeerCheck("h:1", 26, "unsupported certificate purpose"))
+    assert found is not None and found.cause is None
+    assert "unsupported certificate purpose" in found.message
+
+
+def test_librdkafka_key_names_become_kafka_names() -> None:
+    text = "KafkaError: Failed to create client: ssl.ca.location failed: error:05800088:x509 routines"
+    assert kafka_key_names(text) == (
+        "KafkaError: Failed to create client: ssl.truststore.location failed: error:05800088:x509 routines"
+    )
+    assert kafka_key_names("ssl.key.location and ssl.certificate.location") == (
+        "ssl.keystore.location and ssl.keystore.location"
+    )

@@ -58,6 +58,7 @@ from kafka_health.collect.results import (
     Timeouts,
     TopicPartitionKey,
 )
+from kafka_health.collect.tls_probe import checker
 from kafka_health.models.snapshot import Broker, GroupOffset, LogDir, Partition, PartitionOffsets, Quorum
 
 __all__ = ["AdminCalls"]
@@ -177,7 +178,8 @@ class AdminCalls:
     def _why(self, since: float, fallback: str) -> str:
         """The security failure behind a failed metadata call, if the error callback saw one."""
         found = security_errors.classify_connection_errors(
-            (code, text) for at, code, text in list(self._conn_errors) if at >= since
+            ((code, text) for at, code, text in list(self._conn_errors) if at >= since),
+            checker(self.connection, self.timeouts.request),  # tells the TLS causes apart
         )
         return redact(found.message, self._secrets) if found is not None else fallback
 
@@ -193,7 +195,7 @@ class AdminCalls:
             text = f"{err.name()}: {err.str()}"
         else:
             text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-        return redact(text, self._secrets)
+        return redact(security_errors.kafka_key_names(text), self._secrets)
 
     def _gather(
         self, futures: Mapping[K, Future[Any]], timeout: float, *, librdkafka: bool = True

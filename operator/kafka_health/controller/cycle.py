@@ -70,6 +70,10 @@ _SECURITY_PROBLEMS = {
     security_errors.Kind.AUTHENTICATION: ProblemReason.KAFKA_AUTHENTICATION_FAILED,
     security_errors.Kind.TLS: ProblemReason.KAFKA_TLS_HANDSHAKE_FAILED,
     security_errors.Kind.PROTOCOL: ProblemReason.KAFKA_SECURITY_PROTOCOL_MISMATCH,
+    security_errors.TlsCause.UNTRUSTED: ProblemReason.KAFKA_TLS_UNTRUSTED_CERTIFICATE,
+    security_errors.TlsCause.HOSTNAME: ProblemReason.KAFKA_TLS_HOSTNAME_MISMATCH,
+    security_errors.TlsCause.EXPIRED: ProblemReason.KAFKA_TLS_CERTIFICATE_EXPIRED,
+    security_errors.TlsCause.CLIENT_REFUSED: ProblemReason.KAFKA_TLS_CLIENT_CERTIFICATE_REFUSED,
 }
 CANCEL_GRACE_S = 60.0
 """How long a cancelled diagnosis may take to stop before the driver is taken to be wedged."""
@@ -224,7 +228,7 @@ class PolicyWorker:
         self.last_snapshot = self.cycle_snapshot = snapshot
         if not snapshot.reachable:
             reason = next((m.reason for m in snapshot.missing if m.part == "metadata"), "no answer")
-            kind = security_errors.kind_of(reason)
+            kind = security_errors.tls_cause(reason) or security_errors.kind_of(reason)
             return CycleOutcome(
                 problem=Problem(
                     _SECURITY_PROBLEMS.get(kind, ProblemReason.KAFKA_UNREACHABLE)
