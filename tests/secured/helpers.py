@@ -24,6 +24,8 @@ PORT_OFFSET = {
     # so they stay clear of the clusters of a test run whose KAFKA_HEALTH_TEST_PORT is 1000 away.
     "operator-remediation:sasl_ssl": 1950,
     "operator-remediation:mtls": 1975,
+    "tls-causes:ssl": 2725,  # 1 broker each: 2725/2825/2925, 2750/2850/2950
+    "tls-causes:mtls": 2750,
     "visibility:sasl_ssl": 2200,  # 3 brokers: 2200-2202, 2300-2302, 2400-2402
 }
 
