@@ -168,6 +168,26 @@ def test_stopped_broker_is_not_alive_and_its_replicas_leave_the_isr(
     assert snap.quorum is not None and snap.quorum.leader_id == int(tool_quorum(kafka)["LeaderId"])
 
 
+def test_a_restarted_broker_log_dirs_are_read_as_soon_as_it_is_back(
+    kafka: Testbed, bootstrap: str, admin: KafkaAdmin
+) -> None:
+    """kafka-python's metadata (refreshed every 30 s) did not know a broker that registered again:
+    its log dirs stayed unreadable (UnknownBrokerIdError) for 10 s after a restart, which read as
+    `log_dirs:<N>` missing right after a roll's broker was healthy again (issue 33 point 6)."""
+    assert not collect_snapshot(admin, "testbed", now).missing  # the client knows the cluster
+    kafka.stop(1)
+    assert {m.part for m in collect_snapshot(admin, "testbed", now).missing} == {"log_dirs:1"}
+    kafka.start(1)  # waits until it serves
+    wait_for(
+        lambda: all(b.alive for b in collect_snapshot(admin, "testbed", now).brokers),
+        timeout=60,
+        what="broker 1 registered",
+    )
+    snap = collect_snapshot(admin, "testbed", now)
+    assert not snap.missing, snap.missing
+    assert 1 in {d.broker_id for d in snap.log_dirs}
+
+
 def test_frozen_broker_gives_a_partial_snapshot_within_the_bound(
     kafka: Testbed, bootstrap: str, unique_name: str
 ) -> None:

@@ -417,3 +417,37 @@ def test_nothing_in_flight_changes_nothing() -> None:
     outcome = CycleOutcome(diagnosis=diagnosis_of(restart_findings(2), ["log_dirs:2"], {2}))
     for before, after in [(None, None), (roll(2, RemediationStep.CHECKING_SAFETY), None)]:
         assert with_planned(outcome, before, after, snapshot({2})) is outcome
+
+
+def test_health_is_not_critical_for_what_a_planned_restart_explains_only() -> None:
+    """status.health (which Argo CD's check reads once the roll is over, until the next cycle) and
+    the Healthy condition leave out the findings of a planned_restart; anything else counts."""
+
+    def health(d: Diagnosis) -> tuple[str, str, str, str]:
+        outcome = with_planned(
+            CycleOutcome(diagnosis=d), roll(2, RemediationStep.WAITING_POD_READY), None, None
+        )
+        status = status_after_cycle(KafkaHealthPolicyStatus(), outcome, now=T0, generation=1, top_n=5)
+        c = next(c for c in status.conditions or [] if c.type == ConditionType.HEALTHY)
+        return str(status.health), str(c.status), c.reason, c.message
+
+    only = diagnosis_of(restart_findings(2), ["log_dirs:2"], {2})
+    assert health_of_today(only) == "Critical"
+    got = health(only)
+    assert got[:3] == ("Healthy", "True", StateReason.PLANNED_RESTART), got
+    assert got[3].startswith(
+        "No warnings but what a planned restart explains: planned_restart:2: Broker 2 is being"
+    )
+    lag = diagnosis_of([*restart_findings(2), finding("consumer_lag", W, group="g")], ["log_dirs:2"], {2})
+    assert health(lag)[:3] == ("Warning", "False", StateReason.WARNING_FINDINGS)
+    other = diagnosis_of([*restart_findings(2), broker_missing(0)], ["log_dirs:2"], {0, 2})
+    got = health(other)
+    assert got[:3] == ("Critical", "False", StateReason.CRITICAL_FINDINGS)
+    assert "worst: broker_down:0" in got[3]
+
+
+def health_of_today(d: Diagnosis) -> str:
+    status = status_after_cycle(
+        KafkaHealthPolicyStatus(), CycleOutcome(diagnosis=d), now=T0, generation=1, top_n=5
+    )
+    return str(status.health)

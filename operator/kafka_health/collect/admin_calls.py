@@ -546,12 +546,21 @@ class AdminCalls:
             return out
 
         def one(broker: int) -> list[LogDir]:
+            from kafka.errors import UnknownBrokerIdError
+
             kp = self._kp.client()
             coro = getattr(kp, "_async_describe_log_dirs", None)
             if coro is not None:
                 # topics=None asks for every partition; the public method first lists all
                 # partitions with an extra Metadata request and then names each in the request.
-                answer = kp._manager.run(coro, None, [broker])
+                try:
+                    answer = kp._manager.run(coro, None, [broker])
+                except UnknownBrokerIdError:
+                    # A broker that registered again (restarted) after kafka-python's metadata was
+                    # read (refreshed every 30 s): measured on the testbed, its log dirs stayed
+                    # unreadable for 10 s after it was back. Refresh the metadata and ask again.
+                    kp._manager.run(kp._manager.cluster.refresh_metadata)
+                    answer = kp._manager.run(coro, None, [broker])
             else:
                 answer = kp.describe_log_dirs(brokers=[broker])
             results = answer[0]["log_dirs"] if answer else []

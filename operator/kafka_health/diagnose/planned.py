@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kafka_health.models.findings import Finding, IncidentKind
+from kafka_health.models.findings import Diagnosis, Finding, IncidentKind, Severity
 from kafka_health.models.policy import ActionType, CurrentRemediation, RemediationStep
 
 RESTARTING_STEPS = frozenset(
@@ -157,3 +157,13 @@ def describe(
         "before the next broker, and halts (Degraded=True RemediationHalted) if it does not come back "
         "within its timeouts.",
     )
+
+
+def worst_unplanned(diagnosis: Diagnosis) -> Severity | None:
+    """The worst severity of the diagnosis's findings, not counting those a planned restart
+    explains (the members of a `planned_restart` incident): the policy's health while a roll
+    restarts a broker on request. Every finding is in exactly one incident, so this is the worst
+    incident severity (a planned_restart's is info)."""
+    if not any(i.kind is IncidentKind.PLANNED_RESTART for i in diagnosis.incidents):
+        return diagnosis.worst
+    return max((i.severity for i in diagnosis.incidents), key=lambda s: s.rank, default=None)

@@ -78,7 +78,8 @@ class StateReason(StrEnum):
     AS_EXPECTED = "AsExpected"
     PLANNED_RESTART = "PlannedRestart"
     """Degraded=False: the operator's roll is restarting a broker on request; its absence (and
-    its unread log dirs) is expected, and nothing else is unreadable."""
+    its unread log dirs) is expected, and nothing else is unreadable. Healthy=True: the only
+    warnings or critical findings are those that restart explains (a `planned_restart` incident)."""
     IDLE = "Idle"
     ACTING = "Acting"
     RESUMING = "Resuming"

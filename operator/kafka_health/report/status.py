@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from kafka_health.diagnose.incidents import incidents_of
-from kafka_health.diagnose.planned import Planned, unexpected_missing
-from kafka_health.models.findings import Diagnosis, Finding, Incident, Severity
+from kafka_health.diagnose.planned import Planned, unexpected_missing, worst_unplanned
+from kafka_health.models.findings import Diagnosis, Finding, Incident, IncidentKind, Severity
 from kafka_health.models.policy import (
     MAX_TOP_INCIDENTS,
     Condition,
@@ -80,9 +80,10 @@ def set_condition(
 
 
 def health_of(diagnosis: Diagnosis | None) -> Health:
+    """Not counting what a planned restart explains (kafka_health.diagnose.planned)."""
     if diagnosis is None:
         return Health.UNKNOWN
-    worst = diagnosis.worst
+    worst = worst_unplanned(diagnosis)
     if worst is Severity.CRITICAL:
         return Health.CRITICAL
     if worst is Severity.WARNING:
@@ -103,8 +104,15 @@ def summarize_finding(f: Finding, observed_at: datetime | None = None) -> Findin
 
 
 def _healthy_condition(diagnosis: Diagnosis) -> tuple[ConditionStatus, str, str]:
-    worst = diagnosis.worst
+    worst = worst_unplanned(diagnosis)
     if worst is None or worst is Severity.INFO:
+        planned = [i for i in incidents_of(diagnosis) if i.kind is IncidentKind.PLANNED_RESTART]
+        if planned and diagnosis.worst not in (None, Severity.INFO):
+            return (
+                ConditionStatus.TRUE,
+                StateReason.PLANNED_RESTART,
+                f"No warnings but what a planned restart explains: {planned[0].id}: {planned[0].title}",
+            )
         return ConditionStatus.TRUE, StateReason.NO_PROBLEMS_FOUND, "The latest diagnosis found no warnings."
     counts = _counts(diagnosis)
     incidents = incidents_of(diagnosis)
