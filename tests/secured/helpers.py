@@ -27,6 +27,7 @@ PORT_OFFSET = {
     "tls-causes:ssl": 2725,  # 1 broker each: 2725/2825/2925, 2750/2850/2950
     "tls-causes:mtls": 2750,
     "visibility:sasl_ssl": 2200,  # 3 brokers: 2200-2202, 2300-2302, 2400-2402
+    "operator-visibility:sasl_ssl": 2250,  # 1 broker: 2250, 2350, 2450
 }
 
 
