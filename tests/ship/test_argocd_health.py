@@ -101,6 +101,41 @@ def test_degraded_wins_over_paused_and_paused_over_remediating() -> None:
     }
 
 
+def test_a_planned_roll_is_progressing_not_degraded() -> None:
+    """Issue 33 point 6: the status the operator writes while its roll restarts a broker on request
+    (Degraded=False PlannedRestart, the broker's absence a planned_restart info incident) is
+    Progressing, and once the roll is over Healthy; the status it wrote before for the same moment
+    (Degraded=True ClusterPartlyUnreadable, health Critical) was Degraded in both."""
+    during = fixture(next(c for c in CASES if c["inputPath"].endswith("/rolling-restart-planned.yaml")))
+    assert run_health(during)["status"] == "Progressing"
+    after = fixture(
+        next(c for c in CASES if c["inputPath"].endswith("rolling-restart-planned-just-finished.yaml"))
+    )
+    assert run_health(after)["status"] == "Healthy"
+    for obj in (during, after):
+        status = obj["status"]
+        status["health"] = "Critical"
+        for cond in status["conditions"]:
+            if cond["type"] == "Degraded":
+                cond.update(
+                    status="True", reason="ClusterPartlyUnreadable", message="Could not read: log_dirs:2."
+                )
+            if cond["type"] == "Healthy":
+                cond.update(status="False", reason="CriticalFindings", message="worst: broker_down:2")
+        assert run_health(obj) == {
+            "status": "Degraded",
+            "message": "ClusterPartlyUnreadable: Could not read: log_dirs:2.",
+        }
+    # Something the roll did not cause still reads Degraded during the roll.
+    other = fixture(next(c for c in CASES if c["inputPath"].endswith("/rolling-restart-planned.yaml")))
+    for cond in other["status"]["conditions"]:
+        if cond["type"] == "Degraded":
+            cond.update(
+                status="True", reason="ClusterPartlyUnreadable", message="Could not read: log_dirs:1."
+            )
+    assert run_health(other)["status"] == "Degraded"
+
+
 def test_minimal_objects_do_not_crash_the_script() -> None:
     """Argo CD shows a Lua error as the app's health: never fail on sparse objects."""
     sparse: list[dict[str, Any]] = [
