@@ -6,7 +6,9 @@ option value, conflicting options); 3 the command could not run (unreadable snap
 Spark failure, or the cluster refused the client's security settings: authentication failed, TLS
 handshake failed, security protocol mismatch; stderr names the setting to fix; a ZooKeeper-mode
 cluster, which is not supported). An unreachable
-cluster is a critical finding (4), not a failure of the command.
+cluster is a critical finding (4), not a failure of the command; so are partitions the principal
+may not see (the `visibility` finding: 4 when half the cluster or more is hidden, else 1), and
+log dirs it may not read, which leave the totals unchecked (1).
 """
 
 from __future__ import annotations
@@ -153,7 +155,8 @@ def diagnose(
     """Read a Kafka cluster, run the Spark checks, print the incidents: findings grouped by root
     cause (a broker down, a never-safe topic, a lagging group, ...), worst first.
 
-    Exit codes: 0 healthy, 1 warnings, 4 critical (an unreachable cluster is critical);
+    Exit codes: 0 healthy, 1 warnings, 4 critical (an unreachable cluster is critical; partitions
+    hidden from the principal are a warning, critical when half the cluster or more);
     2 usage error; 3 the command could not run (unreadable snapshot, Spark failure, the cluster
     refused the security settings: authentication, TLS, protocol; a ZooKeeper-mode cluster).
     """

@@ -117,7 +117,8 @@ class LogDir(_Model):
         description=(
             "Topic -> partitions with a current replica in this directory (future replicas of an "
             "intra-broker move left out), as DescribeLogDirs lists them whatever the principal's "
-            "topic ACLs: what `collect.visibility` compares with the metadata. Not serialized."
+            "topic ACLs: what `collect.visibility` compares with the metadata. Not serialized, and "
+            "emptied by `collect_snapshot` once compared (the result is `ClusterSnapshot.hidden`)."
         ),
     )
 
