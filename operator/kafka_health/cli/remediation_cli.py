@@ -7,8 +7,9 @@ Same planner and executors as the operator (`plan_preferred_election` + `execute
 
 Exit codes (both commands):
   0  done (dry run printed, or everything executed and verified)
-  1  executed, but some partition failed (see the RESULT column); an election Kafka refused
-     as a whole for an ACL (ALTER on CLUSTER, nothing elected) is 3
+  1  executed, but some partition failed (see the RESULT column); an election or a reset that
+     Kafka refused for an ACL on every partition (ALTER on CLUSTER; READ on GROUP or TOPIC:
+     nothing changed) is 3
   2  bad command line (click's usage error)
   3  could not run: cluster unreachable, unknown topic/partition, invalid strategy value,
      unreadable --from-file, nothing committed to shift from; or what it acts on is hidden from
@@ -228,7 +229,11 @@ def reset_offsets(
     Only while the group is Empty; targets clamped to [log start, log end]; the offsets before
     the reset are saved to a file first (`--from-file` restores them).
 
-    Exit codes: 0 done, 1 some partition failed, 2 usage error, 3 could not run, 4 refused
+    The named topics and the group must be visible to the principal: one it may not DESCRIBE is an
+    authorization error naming that ACL (never "does not exist"), and nothing is reset.
+
+    Exit codes: 0 done, 1 some partition failed, 2 usage error, 3 could not run (also: a topic or
+    the group hidden from the principal, or Kafka refusing every partition for an ACL), 4 refused
     (group not Empty, --save-to file exists).
     """
     quiet.start(verbose, log_file)
@@ -347,7 +352,10 @@ def _report(outcome: Any, output: Output, save_to: Path | None = None) -> None:
             f"alter_consumer_group_offsets:{outcome.group}",
             ((p.error, p.topic) for p in outcome.partitions if not p.ok),
         )
-        raise typer.Exit(PARTIAL if outcome.partitions else FAILED)
+        # Kafka refused every partition for an ACL: nothing changed, it could not run (3), as for
+        # any authorization error; 1 is for a reset that changed part of the offsets.
+        refused = outcome.denied() is not None and not any(p.ok for p in outcome.partitions)
+        raise typer.Exit(PARTIAL if outcome.partitions and not refused else FAILED)
 
 
 def _rollback(
