@@ -26,6 +26,7 @@ PORT_OFFSET = {
     "operator-remediation:mtls": 1975,
     "tls-causes:ssl": 2725,  # 1 broker each: 2725/2825/2925, 2750/2850/2950
     "tls-causes:mtls": 2750,
+    "secret-material:ssl": 2775,  # 1 broker: 2775/2875/2975
     "visibility:sasl_ssl": 2200,  # 3 brokers: 2200-2202, 2300-2302, 2400-2402
     "operator-visibility:sasl_ssl": 2250,  # 1 broker: 2250, 2350, 2450
     "acl_table:sasl_ssl": 2500,  # 3 brokers: 2500-2502, 2600-2602, 2700-2702

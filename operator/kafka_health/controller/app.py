@@ -9,6 +9,7 @@ from pathlib import Path
 
 import kopf
 
+from kafka_health.controller import credentials
 from kafka_health.controller import runtime as rt_mod
 from kafka_health.controller.runtime import OperatorSettings, Runtime
 from kafka_health.k8s.client import K8s, load_config
@@ -37,7 +38,7 @@ def run(
     for noisy in ("kafka", "py4j", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     settings.history_dir.mkdir(parents=True, exist_ok=True)
-    settings.work_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    credentials.prepare_work_dir(settings.work_dir)  # 0700, ours; material of dead processes removed
     runtime = Runtime(settings=settings, k8s=K8s(load_config(kubeconfig)))
     rt_mod.install(runtime)
     if metrics_port:
@@ -86,6 +87,7 @@ def run(
             if runner is not None:
                 await runner.cleanup()
             await asyncio.to_thread(runtime.stop)
+            credentials.remove_material(settings.work_dir)  # no Secret's material outlives the process
 
     asyncio.run(main())
 

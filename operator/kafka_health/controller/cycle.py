@@ -24,7 +24,7 @@ from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
 from kafka_health.collect.results import ZOOKEEPER_MODE
 from kafka_health.collect.snapshot import collect_snapshot, zookeeper_mode
 from kafka_health.controller.cluster_lease import LeaseLost, read_lock
-from kafka_health.controller.credentials import CredentialsError, connection_for
+from kafka_health.controller.credentials import CredentialsError, connection_for, policy_material_dir
 from kafka_health.controller.planned_roll import roll_in_flight, with_planned
 from kafka_health.controller.roll_driver import Stopped
 from kafka_health.controller.runtime import Runtime, exit_reason
@@ -204,7 +204,7 @@ class PolicyWorker:
                 spec.cluster,
                 self.namespace,
                 rt.k8s.read_secret_value,
-                rt.settings.work_dir / self.namespace / self.name,
+                policy_material_dir(rt.settings.work_dir, self.namespace, self.name),
             )
         except CredentialsError as exc:
             return CycleOutcome(problem=Problem(exc.reason, str(exc)))

@@ -17,6 +17,7 @@ from typing import Any
 
 import kopf
 
+from kafka_health.controller import credentials
 from kafka_health.controller import runtime as rt_mod
 from kafka_health.controller.cycle import PolicyWorker
 from kafka_health.k8s.client import K8sError
@@ -100,9 +101,16 @@ async def policy_daemon(
         stopper.cancel()
         metrics.forget_policy(namespace, name)
         if not worker.busy:
-            await asyncio.to_thread(worker.close)  # else the abandoned cycle closes it when done
+            await asyncio.to_thread(release, worker)  # else the abandoned cycle releases it when done
         else:
             worker.stop_roll_soon()
+
+
+def release(worker: PolicyWorker) -> None:
+    """The policy's daemon stopped: close its clients and remove its TLS material (files written
+    from its Secrets, controller/credentials.py), which must not outlive the policy's work."""
+    worker.close()
+    credentials.forget_policy(worker.runtime.settings.work_dir, worker.namespace, worker.name)
 
 
 async def stop_acting_when_stopped(worker: PolicyWorker, stopped: kopf.DaemonStopped) -> None:
@@ -157,7 +165,7 @@ async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.Dae
         # Deleted (or shutting down) mid-cycle: don't hold the deletion up for a slow cycle.
         # The thread finishes on its own; its result is dropped and its connection closed.
         worker.busy = True
-        cycle.add_done_callback(lambda _: worker.close())
+        cycle.add_done_callback(lambda _: release(worker))
         return
     outcome = cycle.result()
     duration = time.monotonic() - started
