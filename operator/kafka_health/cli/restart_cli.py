@@ -369,7 +369,7 @@ def restart(
             for blocker in row["blockers"]:
                 more = f": {', '.join(blocker['partitions'])}" if blocker["partitions"] else ""
                 typer.echo(f"        - {blocker['rule']}: {blocker['message']}{more}")
-            if row["skipped"]:
+            if row["skipped"] and not refuse:  # refused: the never_safe blocker names them
                 names = ", ".join(row["skipped"][:20])
                 typer.echo(
                     f"        - skipped (RF <= min.insync.replicas, unavailable to acks=all while it "

@@ -230,6 +230,7 @@ def restart_broker(
     old_uid = pod_uid_of(base) if at is not Step.CHECKING_SAFETY else None
     safety: RestartSafety | None = None
     deleted = False
+    resumed_begun = False  # this call only checks the health of a restart an earlier roll began
     new_uid: str | None = None
 
     def outcome(result: OutcomeKind, at_step: Step, message: str) -> BrokerRestartOutcome:
@@ -250,6 +251,7 @@ def restart_broker(
             begun, broker, k8s, pods_spec, controller_pods, namespace
         ):
             assert begun is not None
+            resumed_begun = True
             old_uid = begun.pod_uid
             save(
                 Step.WAITING_POD_READY,
@@ -380,6 +382,11 @@ def restart_broker(
         if broker not in done:
             done.append(broker)
         finished = clock()
+        how = (
+            "healthy again, its restart by an earlier roll confirmed"
+            if resumed_begun
+            else "restarted and healthy"
+        )
         state = state.model_copy(
             update={
                 # Between brokers the roll waits for the next one to be safe (Done: none left).
@@ -391,7 +398,7 @@ def restart_broker(
                 "brokers_done": list(done),
                 "brokers_planned": planned,
                 "last_broker_finished_at": finished,
-                "message": f"{who} restarted and healthy ({len(done)} of {len(planned)})",
+                "message": f"{who} {how} ({len(done)} of {len(planned)})",
             }
         )
         persist(state)

@@ -182,3 +182,43 @@ def test_never_safe_verdict_lists_twenty_then_counts() -> None:
     assert len(verdict.partitions) == 25 and verdict.listed().endswith(" and 5 more")
     # Only the brokers of the roll count.
     assert never_safe_verdict(snapshot(parts, min_isr={"strict": 2}), [3], refuse=True).partitions == []
+
+
+# ------------------------------------------------------------------------ both entry points
+def test_the_operator_and_the_cli_word_a_halt_in_flight_the_same_way() -> None:
+    """The halted result (typed record, message) and each entry point's advice, from the
+    executor's outcome as it halts in WaitingUrpZero with broker 2 in flight."""
+    from kafka_health.cli.restart_honest import halt_lines, parse_begun
+    from kafka_health.controller.remediation import _next_steps
+    from kafka_health.remediate.rolling_restart import BrokerRestartOutcome, halted_result
+
+    state = current(Step.WAITING_URP_ZERO)
+    outcome = BrokerRestartOutcome(
+        broker=2, result="failed", step=Step.WAITING_URP_ZERO, message="broker 2: URP remain", current=state
+    )
+    result = halted_result(outcome, clock=lambda: T0)
+    assert result.restart_begun == BEGUN_2 and result.brokers_done == [0]
+    assert result.message == f"halted at broker 2, {BEGUN} (WaitingUrpZero): broker 2: URP remain"
+    operator = _next_steps(state, result.restart_begun)
+    assert "brokers: [2, 1]; broker 2 is not restarted again" in operator
+    assert "spec.remediation.rollingRestart.requests" in operator
+    cli = halt_lines(result, [0, 2, 1])
+    assert "run kafka-health restart again with --brokers 2,1 --restart-begun 2=old-uid;" in cli
+    assert operator.split(". To finish")[0] == cli.split(". To finish")[0]  # the same facts
+    # What the CLI prints, it reads back.
+    assert parse_begun("2=old-uid") == BEGUN_2 and parse_begun(None) is None
+    # A halt before the delete names no broker in flight.
+    early = current(Step.DELETING_POD)
+    refused = halted_result(
+        BrokerRestartOutcome(broker=2, result="failed", step=Step.DELETING_POD, message="403", current=early)
+    )
+    assert refused.restart_begun is None and BEGUN not in (refused.message or "")
+    assert "2, 1 were not" in _next_steps(early, None)
+
+
+@pytest.mark.parametrize("text", ["2", "two=abc", "2=", "=abc", "2=a b", "-1=abc"])
+def test_restart_begun_option_refuses_malformed_values_naming_the_form(text: str) -> None:
+    from kafka_health.cli.restart_honest import parse_begun
+
+    with pytest.raises(ValueError, match=r"--restart-begun .*BROKER=POD_UID"):
+        parse_begun(text)
