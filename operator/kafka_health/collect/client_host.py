@@ -55,7 +55,7 @@ from multiprocessing.managers import BaseManager, BaseProxy
 from pathlib import Path
 from typing import Any
 
-from kafka_health.collect import logs
+from kafka_health.collect import logs, security_errors
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.results import AdminCallError, Timeouts
 from kafka_health.report import metrics
@@ -180,9 +180,8 @@ class HostedAdmin:
         try:
             self._calls = AdminCalls(connection, timeouts=timeouts)
         except Exception as exc:  # e.g. librdkafka refusing the configuration
-            self._broken = redact(
-                f"the client could not be created: {type(exc).__name__}: {exc}", self._secrets
-            )
+            why = f"the client could not be created: {type(exc).__name__}: {exc}"
+            self._broken = redact(security_errors.kafka_key_names(why), self._secrets)  # Kafka's key names
 
     def run(self, method: str, args: tuple[Any, ...], levels: dict[str, int]) -> tuple[str, Any, int]:
         _apply_levels(levels)
