@@ -264,3 +264,34 @@ def test_without_one_row_exactly_its_features_name_it(acl: AclCluster, row: str)
     # Nothing changed where a feature failed (Kafka's tools as admin).
     assert acl.leaders() == leaders
     assert acl.committed() == offsets
+
+
+@pytest.mark.k8s
+def test_restart_dry_run_passes_with_the_table_and_refuses_hidden_partitions(acl: AclCluster) -> None:
+    """`restart`'s pre-checks, as a dry run against the broker pods (the real kube-apiserver and
+    the pod stand-in): with exactly the table's rows they pass (exit 0: the first broker may
+    restart now); without DESCRIBE on TOPIC (and READ, which implies it) the roll is refused,
+    naming the hidden partitions and the grant, before anything else (exit 3)."""
+    from kafka_health.testbed.controlplane import ControlPlane
+    from kafka_health.testbed.podstandin import NAMESPACE, StandIn
+
+    cp = ControlPlane(acl.tb.state_dir)
+    standin = StandIn(acl.tb.state_dir, cp.kubeconfig)
+    try:
+        cp.start()
+        standin.start()
+        args = ("restart", "-n", NAMESPACE, "--kubeconfig", str(cp.kubeconfig), "--statefulset", "kafka")
+        planned = acl.run(*args)
+        said = planned.stdout + planned.stderr
+        assert planned.returncode == 0, said
+        assert "DRY RUN" in planned.stdout and "authorization denied" not in said
+        with acl.without("DESCRIBE TOPIC", "READ TOPIC"):
+            refused = acl.run(*args)
+        said = refused.stdout + refused.stderr
+        assert refused.returncode == 3, said
+        for words in ("hidden from this principal", TOPIC, "lacks DESCRIBE on TOPIC", "nothing restarted"):
+            assert words in refused.stderr, said
+        assert "DRY RUN" not in refused.stdout
+    finally:
+        standin.stop()
+        cp.stop()
