@@ -73,11 +73,11 @@ def resolve_partitions(
     problems = []
     for topic in request.topics or []:
         if topic not in by_topic:
-            problems.append(not_in_metadata(topic))
+            problems.append(not_in_metadata(topic, topic in snapshot.hidden))
         chosen.update((topic, p) for p in by_topic.get(topic, []))
     for ref in request.partitions or []:
         if ref.topic not in by_topic:
-            if (unlisted := not_in_metadata(ref.topic)) not in problems:
+            if (unlisted := not_in_metadata(ref.topic, ref.topic in snapshot.hidden)) not in problems:
                 problems.append(unlisted)
         elif (ref.topic, ref.partition) not in known:
             problems.append(f"partition {ref.topic}-{ref.partition} does not exist")
@@ -86,14 +86,20 @@ def resolve_partitions(
     return sorted(chosen), problems
 
 
-def not_in_metadata(topic: str) -> str:
+def not_in_metadata(topic: str, hidden: bool = False) -> str:
     """A named topic the metadata left out. Kafka leaves out, alike, a topic that does not exist
-    and one the principal may not DESCRIBE, so the plan cannot say which (the CLI asks Kafka by
-    name first, `remediate.access`, and says which)."""
+    and one the principal may not DESCRIBE: `hidden` when the brokers' log dirs hold it (the
+    snapshot's `hidden`), then it is an authorization error; else the plan cannot say which (the
+    CLI asks Kafka by name first, `remediate.access`, and says which)."""
+    grant = f"grant it: kafka-acls --add --allow-principal User:<name> --operation Describe --topic {topic}"
+    if hidden:
+        return (
+            f"authorization denied: the principal lacks DESCRIBE on TOPIC {topic}: the brokers hold it, "
+            f"but Kafka leaves it out of the metadata ({grant})"
+        )
     return (
         f"topic {topic} is not in the cluster metadata: it does not exist, or the principal lacks "
-        f"DESCRIBE on TOPIC {topic} (grant it: kafka-acls --add --allow-principal User:<name> "
-        f"--operation Describe --topic {topic})"
+        f"DESCRIBE on TOPIC {topic} ({grant})"
     )
 
 

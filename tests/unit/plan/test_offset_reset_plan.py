@@ -111,6 +111,10 @@ def test_partitions_and_topics_are_united_and_unknown_names_reported() -> None:
     assert plan.problems == [not_in_metadata("nope"), "partition orders-9 does not exist"]
     # A topic the metadata leaves out may exist, hidden from the principal: never "does not exist".
     assert "does not exist, or the principal lacks DESCRIBE on TOPIC nope" in plan.problems[0]
+    # The brokers' log dirs hold it (the snapshot's hidden partitions): an authorization error.
+    hidden = plan_offset_reset(r, snap().model_copy(update={"hidden": {"nope": [0, 1]}}), now=NOW)
+    assert hidden.problems[0].startswith("authorization denied: the principal lacks DESCRIBE on TOPIC nope")
+    assert "does not exist" not in hidden.problems[0]
 
 
 def test_unknown_log_offsets_are_missing_data() -> None:
