@@ -95,11 +95,11 @@ def test_a_refused_post_roll_election_names_the_missing_acl(monkeypatch: pytest.
     """The roll succeeded; its post-roll election was refused: the result says what to grant, not
     only Kafka's CLUSTER_AUTHORIZATION_FAILED."""
     from kafka_health.models.policy import CurrentRemediation, RemediationStep, RequestState
-    from kafka_health.remediate import rolling_restart
+    from kafka_health.remediate import roll_end, rolling_restart
     from kafka_health.remediate.leader_election import ElectionOutcome
 
     refused = ElectionOutcome(failed_reason="batch 1: elect_leaders: CLUSTER_AUTHORIZATION_FAILED")
-    monkeypatch.setattr(rolling_restart, "elect_preferred_for", lambda *a, **kw: refused)
+    monkeypatch.setattr(roll_end, "elect_preferred_for", lambda *a, **kw: refused)
     current = CurrentRemediation(
         action=ActionType.ROLLING_RESTART,
         id="r1",
@@ -116,7 +116,7 @@ def test_a_refused_post_roll_election_names_the_missing_acl(monkeypatch: pytest.
     assert "--operation Alter --cluster" in result.message
 
     other = ElectionOutcome(failed_reason="batch 1: elect_leaders: REQUEST_TIMED_OUT")
-    monkeypatch.setattr(rolling_restart, "elect_preferred_for", lambda *a, **kw: other)
+    monkeypatch.setattr(roll_end, "elect_preferred_for", lambda *a, **kw: other)
     result, _ = rolling_restart.finish_roll(current, admin=cast(KafkaAdmin, None), clock=lambda: NOW)
     assert result.message is not None and "lacks" not in result.message
 
