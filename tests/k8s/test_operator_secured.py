@@ -137,6 +137,9 @@ def test_operator_diagnoses_sasl_ssl_and_names_each_security_failure(
     apply(cp, policy(ns, "wrong-password", sasl, "kafka-wrong"))
     apply(cp, policy(ns, "bad-ca", sasl, "kafka-admin", ca_secret="other-ca"))
     apply(cp, policy(ns, "app", sasl, "kafka-app"))
+    wrong_host = policy(ns, "wrong-host", sasl, "kafka-admin")  # the certificates name 127.0.0.1 only
+    wrong_host["spec"]["cluster"]["bootstrapServers"] = [f"localhost:{sasl.require().brokers[0].port}"]
+    apply(cp, wrong_host)
 
     ok = wait_status(cp, ns, "admin", lambda s: "lastDiagnosis" in s, timeout=300, what="diagnosed")
     assert condition(ok, "Ready")["status"] == "True", ok
@@ -151,6 +154,14 @@ def test_operator_diagnoses_sasl_ssl_and_names_each_security_failure(
     assert "spec.cluster.security.tls.ca" in bad_ca["message"]
     assert "ssl.ca.location" not in bad_ca["message"]  # librdkafka's key, not the user's
 
+    host = condition(degraded(cp, ns, "wrong-host"), "Degraded")
+    assert host["reason"] == "KafkaTLSHostnameMismatch", host
+    assert "does not name the host localhost" in host["message"], host
+    assert (
+        "carries IP:127.0.0.1" in host["message"]
+        and "spec.cluster.security.tls.verifyHostname" in host["message"]
+    )
+
     app = degraded(cp, ns, "app")
     denied = condition(app, "Degraded")
     assert denied["reason"] == "KafkaAuthorizationDenied", denied
@@ -161,7 +172,7 @@ def test_operator_diagnoses_sasl_ssl_and_names_each_security_failure(
         e["reason"] for e in json.loads(kubectl(cp, "get", "events", "-n", ns, "-o", "json").stdout)["items"]
     }
     assert {"KafkaAuthenticationFailed", "KafkaTLSUntrustedCertificate"} <= reasons
-    for name in ("admin", "wrong-password", "bad-ca", "app"):
+    for name in ("admin", "wrong-password", "bad-ca", "app", "wrong-host"):
         no_secret(cp, ns, sasl, name)
 
 
