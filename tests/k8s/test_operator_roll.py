@@ -229,6 +229,9 @@ def test_unsafe_between_brokers_waits_with_a_voice_then_halts(
             what="the first broker restarted",
         )
         done = first["currentRemediation"]["brokersDone"][0]
+        # Between brokers (pauseBetweenBrokers 20s) the step reads WaitingForSafety, as documented.
+        assert first["currentRemediation"]["step"] == "WaitingForSafety", first["currentRemediation"]
+        assert first["currentRemediation"].get("currentBroker") is None
         victim = next(b for b in (0, 1, 2) if b != done)
         kafka.stop(victim)  # SIGTERM outside the roll: the cluster is no longer safe to roll
         waiting = wait_status(
@@ -244,6 +247,7 @@ def test_unsafe_between_brokers_waits_with_a_voice_then_halts(
         cond = condition(waiting, "Remediating")
         assert cond["status"] == "True" and "halts at" in cond["message"], cond
         assert waiting["currentRemediation"].get("waitingSince"), waiting["currentRemediation"]
+        assert waiting["currentRemediation"]["step"] == "WaitingForSafety", waiting["currentRemediation"]
         halted = wait_status(
             cp,
             ns,
