@@ -3,6 +3,8 @@ secured testbed (tests/collect/test_secured_real.py proves them against real bro
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from kafka_health.collect.security_errors import (
@@ -253,3 +255,15 @@ def test_librdkafka_key_names_become_kafka_names() -> None:
     assert kafka_key_names("ssl.key.location and ssl.certificate.location") == (
         "ssl.keystore.location and ssl.keystore.location"
     )
+
+
+def test_librdkafka_log_lines_lose_the_hint_naming_its_own_key() -> None:
+    from kafka_health.collect.logs import KafkaKeyNamesFilter
+
+    record = logging.LogRecord(
+        "kafka_health.collect.librdkafka", logging.WARNING, "", 0, "FAIL: %s", (BAD_CA[1],), None
+    )
+    assert KafkaKeyNamesFilter().filter(record)
+    assert record.getMessage().startswith("FAIL: sasl_ssl://127.0.0.1:37092/bootstrap: SSL handshake failed")
+    assert "certificate verify failed" in record.getMessage()
+    assert not any(key in record.getMessage() for key in LIBRDKAFKA_ONLY), record.getMessage()

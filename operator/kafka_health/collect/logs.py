@@ -3,7 +3,8 @@
 librdkafka logs through the `logger` option into `kafka_health.collect.librdkafka`; kafka-python
 logs into its own `kafka.*` loggers, and `kafka.admin.client` prints its whole configuration
 (SASL password included) at DEBUG. Both get a filter that replaces every registered secret;
-librdkafka's repeated connection failures are also thinned out.
+librdkafka's repeated connection failures are also thinned out, and its hints naming its own
+settings dropped (`security_errors.kafka_key_names`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+from kafka_health.collect import security_errors
 from kafka_health.collect.connection import redact
 
 LIBRDKAFKA_LOGGER = "kafka_health.collect.librdkafka"
@@ -88,6 +90,18 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+class KafkaKeyNamesFilter(logging.Filter):
+    """librdkafka's lines without its hints naming its own settings (`ssl.ca.location`, …): the
+    user wrote Kafka's client.properties keys, so those are the names a log line carries."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        renamed = security_errors.kafka_key_names(message)
+        if renamed != message:
+            record.msg, record.args = renamed, None
+        return True
+
+
 SECRETS = SecretFilter()
 _installed = False
 _install_lock = threading.Lock()
@@ -102,5 +116,6 @@ def install() -> logging.Logger:
             for name in (LIBRDKAFKA_LOGGER, *_KAFKA_PYTHON_CONFIG_LOGGERS):
                 logging.getLogger(name).addFilter(SECRETS)
             librdkafka.addFilter(RepeatFilter())
+            librdkafka.addFilter(KafkaKeyNamesFilter())
             _installed = True
     return librdkafka
