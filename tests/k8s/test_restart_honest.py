@@ -12,8 +12,10 @@ their pods kept by the stand-in, the real kube-apiserver.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +39,9 @@ from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
 from kafka_health.testbed.podstandin import APP_SELECTOR, NAMESPACE, StandIn
+from tests.k8s.operator_process import apply, broker_starts, chart_operator, kubectl, wait_status
+from tests.k8s.test_operator_e2e import events_of
+from tests.k8s.test_operator_roll import result_of, roll_policy, stop_operator
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 
@@ -61,6 +66,13 @@ def healthy_pods(broker_pods: StandIn, kafka: Testbed) -> Iterator[StandIn]:
     yield broker_pods
     faults.heal(kafka)
     broker_pods.wait_pods_ready(timeout=180)
+
+
+@pytest.fixture
+def op_ns(k8s_control_plane: ControlPlane, crds: None) -> str:
+    ns = f"honest-{uuid.uuid4().hex[:6]}"
+    kubectl(k8s_control_plane, "create", "namespace", ns)
+    return ns
 
 
 def cli(bootstrap: str, cp: ControlPlane, *extra: str) -> Any:
@@ -204,3 +216,88 @@ def test_a_halt_with_a_broker_in_flight_names_it_and_the_advice_never_restarts_i
     assert steps[between + 1] == (leader, Step.CHECKING_SAFETY)
     assert (leader, Step.DELETING_POD) in steps
     assert steps[-1] == (None, Step.DONE)
+
+
+# ---------------------------------------------------------------------------------- operator
+def test_operator_halt_with_a_broker_in_flight_and_the_new_request_checks_its_health(
+    k8s_control_plane: ControlPlane,
+    op_ns: str,
+    healthy_pods: StandIn,
+    kafka: Testbed,
+    bootstrap: str,
+    k8s_api: client.ApiClient,
+    tmp_path: Path,
+    unique_name: str,
+) -> None:
+    """Through the operator: the halt's result, history and RollHalted Event name the broker in
+    flight, status records it (`restartBegun`), and a new request naming it, as the advice says,
+    checks its health without restarting it again."""
+    cp, ns = k8s_control_plane, op_ns
+    core: Any = client.CoreV1Api(k8s_api)
+    faults.create_topic(bootstrap, unique_name, 6, 3, config={"min.insync.replicas": "2"})
+    with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
+        leader = admin.describe_quorum().leader_id
+    assert leader is not None
+    first, paused = sorted({0, 1, 2} - {leader})
+    first_uid = pod_uids(core)[f"kafka-{first}"]
+    before = broker_starts(kafka)
+    rolling: dict[str, Any] = {"pauseBetweenBrokers": "0s", "timeouts": {"urpZero": "20s"}}
+    body = roll_policy(ns, bootstrap, **rolling, requests=[{"id": "r1", "brokers": [first, leader]}])
+    body["spec"]["remediation"]["rateLimits"] = {"rollingRestart": {"cooldown": "0s"}}
+    op, ident = chart_operator(cp, tmp_path / "op", ns, extra_namespaces=("kafka",))
+    op.start()
+    try:
+        apply(cp, body)
+        wait_status(
+            cp,
+            ns,
+            "roll",
+            lambda s: (s.get("currentRemediation") or {}).get("step") == "WaitingPodReady",
+            timeout=300,
+            what=f"broker {first}'s pod deleted",
+        )
+        kafka.pause(paused)  # URP never reaches 0 while it hangs
+        halted = wait_status(
+            cp,
+            ns,
+            "roll",
+            lambda s: result_of(s).get("state") == "Failed",
+            timeout=240,
+            what="the roll halted",
+        )
+        faults.heal(kafka)
+        healthy_pods.wait_pods_ready(timeout=180)
+        result = result_of(halted)
+        assert result["restartBegun"] == {"broker": first, "podUid": first_uid}, result
+        message = result["message"]
+        assert f"halted at broker {first}, {BEGUN} (Waiting" in message, message
+        assert f"broker {first}: {BEGUN} (its pod {first_uid} was deleted); {leader} was not" in message
+        assert f"brokers: [{first}, {leader}]; broker {first} is not restarted again" in message
+        history = [
+            h for h in halted["history"] if h["action"] == "RollingRestart" and h["outcome"] == "Failed"
+        ]
+        assert history and BEGUN in history[-1]["message"], history
+        rolled = [e for e in events_of(cp, ns, "roll") if e["reason"] == "RollHalted"]
+        assert rolled and f"broker {first}: {BEGUN}" in rolled[0]["message"], rolled
+        # Follow the advice: a new request id with the brokers it names.
+        body["spec"]["remediation"]["rollingRestart"]["requests"] = [
+            {"id": "r1", "brokers": [first, leader]},
+            {"id": "r2", "brokers": [first, leader]},
+        ]
+        apply(cp, body)
+        done = wait_status(
+            cp,
+            ns,
+            "roll",
+            lambda s: result_of(s, "r2").get("state") in ("Succeeded", "Failed"),
+            timeout=300,
+            what="the new request done",
+        )
+        assert result_of(done, "r2")["state"] == "Succeeded", result_of(done, "r2")
+        restarted = [e for e in events_of(cp, ns, "roll") if e["reason"] == "BrokerRestarted"]
+        assert any("its restart by an earlier roll confirmed" in e["message"] for e in restarted), restarted
+    finally:
+        stop_operator(cp, ns, op, ident)
+    after = broker_starts(kafka)
+    # The first broker started once (the halted roll), never again; the leader once (r2).
+    assert {b: after[b] - before[b] for b in after} == {first: 1, leader: 1, paused: 0}
