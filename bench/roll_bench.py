@@ -75,10 +75,14 @@ class Phases:
         self.marks: list[tuple[int | None, str, float]] = []
 
     def __call__(self, c: CurrentRemediation) -> None:
-        broker = c.current_broker
-        if broker is None and c.step == Step.DONE and c.brokers_done:
-            broker = c.brokers_done[-1]
-        self.marks.append((broker, c.step, time.monotonic()))
+        broker, step = c.current_broker, c.step
+        if broker is None and step in (Step.DONE, Step.WAITING_FOR_SAFETY) and c.brokers_done:
+            # A broker finished: Done after the last one, WaitingForSafety while others are left
+            # (stamped once: a later WaitingForSafety is the wait for the next broker).
+            broker, step = c.brokers_done[-1], Step.DONE
+            if any(b == broker and s == Step.DONE for b, s, _ in self.marks):
+                return
+        self.marks.append((broker, step, time.monotonic()))
 
     def of(self, broker: int) -> dict[str, float]:
         return {step: t for b, step, t in self.marks if b == broker}
