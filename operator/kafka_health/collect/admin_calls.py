@@ -110,6 +110,26 @@ def _describe_metadata_quorum(kp: Any, per_node: float) -> Any:
         return None
 
 
+_LEADER_MOVED = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+    }
+)
+"""Partition errors that mean "ask the new leader": matched by code, because librdkafka builds a
+partition's error without its `retriable()` flag."""
+
+
+def _retriable(fut: Future[Any]) -> bool:
+    """The future failed because the partition's leader moved (or was moving) under the request."""
+    exc = fut.exception() if fut.done() else None
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return isinstance(err, KafkaError) and (err.code() in _LEADER_MOVED or bool(err.retriable()))
+
+
 def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -316,22 +336,22 @@ class AdminCalls:
     def list_offsets(
         self, partitions: Iterable[TopicPartitionKey]
     ) -> Partial[TopicPartitionKey, PartitionOffsets]:
-        """Earliest (log start) and latest (log end) offsets, in batches sent together."""
+        """Earliest (log start) and latest (log end) offsets, in batches sent together.
+
+        Partitions whose answer was a retriable error (NOT_LEADER_OR_FOLLOWER,
+        UNKNOWN_LEADER_EPOCH: their leader moved while the request was on its way, as it does on
+        every broker a roll restarts) are asked once more, so a leader change is not reported as
+        an unreadable part; a second failure is."""
         keys = sorted(set(partitions))
-        starts: dict[TopicPartitionKey, Future[Any]] = {}
-        ends: dict[TopicPartitionKey, Future[Any]] = {}
-        for chunk in _chunks(keys, self.OFFSETS_BATCH):
-            for spec, into in ((OffsetSpec.earliest(), starts), (OffsetSpec.latest(), ends)):
-                request = {TopicPartition(t, p): spec for t, p in chunk}
-                for tp, fut in self.client.list_offsets(
-                    request, request_timeout=self.timeouts.request
-                ).items():
-                    into[(tp.topic, tp.partition)] = fut
-        both: dict[tuple[str, TopicPartitionKey], Future[Any]] = {
-            **{("earliest", k): f for k, f in starts.items()},
-            **{("latest", k): f for k, f in ends.items()},
-        }
+        both = self._offset_futures(keys)
         raw = self._gather(both, self.timeouts.request)
+        again = sorted({k for k, fut in both.items() if k in raw.errors and _retriable(fut)})
+        if again:
+            retried = self._gather(self._offset_futures(sorted({k for _, k in again})), self.timeouts.request)
+            for ask in again:
+                if ask in retried.values:
+                    raw.values[ask] = retried.values[ask]
+                    del raw.errors[ask]
         out: Partial[TopicPartitionKey, PartitionOffsets] = Partial()
         for (which, key), err in sorted(raw.errors.items()):
             out.errors[key] = f"{out.errors[key]}; " if key in out.errors else ""
@@ -346,6 +366,20 @@ class AdminCalls:
                 log_start_offset=parse.known(start.offset) if start is not None else None,
                 log_end_offset=parse.known(end.offset) if end is not None else None,
             )
+        return out
+
+    def _offset_futures(
+        self, keys: Sequence[TopicPartitionKey]
+    ) -> dict[tuple[str, TopicPartitionKey], Future[Any]]:
+        """ListOffsets for the log start and end of `keys`, keyed ("earliest"|"latest", key)."""
+        out: dict[tuple[str, TopicPartitionKey], Future[Any]] = {}
+        for chunk in _chunks(keys, self.OFFSETS_BATCH):
+            for which, spec in (("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest())):
+                request = {TopicPartition(t, p): spec for t, p in chunk}
+                for tp, fut in self.client.list_offsets(
+                    request, request_timeout=self.timeouts.request
+                ).items():
+                    out[(which, (tp.topic, tp.partition))] = fut
         return out
 
     def list_groups(self) -> tuple[list[GroupListing], list[str]]:
