@@ -208,7 +208,9 @@ def status_after_cycle(
         slow = is_slow(took, interval) if interval is not None else None
         denied = denied_view(diagnosis)
         if denied is not None:
-            cond(ConditionType.READY, ConditionStatus.FALSE, DegradedReason.KAFKA_AUTHORIZATION_DENIED, denied)
+            cond(
+                ConditionType.READY, ConditionStatus.FALSE, DegradedReason.KAFKA_AUTHORIZATION_DENIED, denied
+            )
         elif slow and interval is not None:
             cond(
                 ConditionType.READY,
