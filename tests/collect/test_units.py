@@ -149,13 +149,23 @@ def test_log_dirs_sum_partitions_and_keep_errors() -> None:
             "log_dir": "/data/a",
             "total_bytes": 1000,
             "usable_bytes": 400,
-            "topics": [{"name": "t", "partitions": [{"partition_size": 10}, {"partition_size": 32}]}],
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [
+                        {"partition_index": 1, "partition_size": 10, "is_future_key": False},
+                        {"partition_index": 0, "partition_size": 32, "is_future_key": False},
+                        {"partition_index": 0, "partition_size": 5, "is_future_key": True},
+                    ],
+                }
+            ],
         },
         {"error_code": 57, "log_dir": "/data/b", "total_bytes": -1, "usable_bytes": -1, "topics": []},
     ]
     a, b = parse.log_dirs(3, results)
-    assert (a.broker_id, a.used_bytes, a.total_bytes, a.usable_bytes, a.error) == (3, 42, 1000, 400, None)
-    assert (b.used_bytes, b.total_bytes, b.error) == (None, None, "LogDirNotFoundError")
+    assert (a.broker_id, a.used_bytes, a.total_bytes, a.usable_bytes, a.error) == (3, 47, 1000, 400, None)
+    assert a.replicas == {"t": [0, 1]}  # the future copy of t-0 (an intra-broker move) counts once
+    assert (b.used_bytes, b.total_bytes, b.error, b.replicas) == (None, None, "LogDirNotFoundError", {})
 
 
 def test_topic_config_values_are_typed() -> None:
