@@ -69,3 +69,22 @@ def test_a_quorum_timeout_beside_a_hanging_broker_is_not_called_lost() -> None:
         Missing(part="log_dirs:0", reason=timeout),
     ]
     assert quorum_lost(shared, brokers_all_alive=True) is quorum
+
+
+def test_a_lost_quorum_is_told_apart_from_log_dirs_that_timed_out_with_it() -> None:
+    """Measured on the dedicated-controller testbed: with the quorum lost, kafka-python's log-dir
+    reads time out on the same connection, and the `visibility` part says the totals cannot be
+    checked for that reason. Neither hides the lost quorum; the visibility part stays a warning."""
+    timeout = "RequestTimedOutError: [Error 7] RequestTimedOutError: Request timed out after 2981 ms"
+    parts = [
+        Missing(part="quorum", reason=timeout),
+        Missing(part="log_dirs:0", reason=timeout),
+        Missing(part="visibility", reason=f"no broker's log dirs could be read (broker 0: {timeout})"),
+    ]
+    assert quorum_lost(parts, brokers_all_alive=True) is parts[0]
+    found = {f.check: f.severity for f in missing_findings(parts)}
+    assert found == {
+        "quorum_no_leader": Severity.CRITICAL,
+        "snapshot_incomplete": Severity.WARNING,
+        "visibility": Severity.WARNING,
+    }

@@ -60,7 +60,8 @@ def quorum_unanswered(m: Missing) -> bool:
 # Parts read with kafka-python, which drops a connection whose request timed out and with it every
 # other request in flight on it: with a lost quorum they time out beside DescribeQuorum (measured:
 # broker_registrations and log_dirs:<N>), so their timeouts do not tell a hanging broker apart.
-_SAME_CONNECTION = {"quorum", "broker_registrations", "log_dirs"}
+# `visibility` is derived from the log dirs: when they timed out, it says so, for the same cause.
+_SAME_CONNECTION = {"quorum", "broker_registrations", "log_dirs", "visibility"}
 
 
 def quorum_lost(missing: list[Missing], *, brokers_all_alive: bool) -> Missing | None:
