@@ -55,6 +55,7 @@ from kafka_health.plan import (
     timestamp_lookups,
 )
 from kafka_health.plan.decision import merge_withheld
+from kafka_health.plan.restart_resume import begun_before, halt_advice
 from kafka_health.report import metrics
 from kafka_health.report.remediation_status import apply_decision
 from kafka_health.report.status import HALTED, set_condition
@@ -530,7 +531,6 @@ def _halt(
 def _next_steps(current: CurrentRemediation, begun: RestartBegun | None = None) -> str:
     """What the user does after a halt: the brokers left (the one in flight named as "restart
     begun, not confirmed healthy"), and how to finish without restarting any broker twice."""
-    from kafka_health.plan.restart_resume import halt_advice
 
     return halt_advice(
         list(current.brokers_planned or []),
@@ -605,7 +605,6 @@ def _restart_next_broker(
     policy: PolicyRef,
     lease: ClusterLease,
 ) -> KafkaHealthPolicyStatus:
-    from kafka_health.plan.restart_resume import begun_before
     from kafka_health.remediate.rolling_restart import halted_result, restart_broker
 
     pods = ctx.spec.cluster.broker_pods

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from kafka_health.collect import security_errors
 from kafka_health.collect.kafka_admin import ClusterMetadata, KafkaAdmin
+from kafka_health.collect.visibility import read_visibility
 
 TOPIC_AUTHORIZATION_FAILED = "TOPIC_AUTHORIZATION_FAILED"
 GROUP_AUTHORIZATION_FAILED = "GROUP_AUTHORIZATION_FAILED"
@@ -122,8 +123,6 @@ def hidden_in(admin: KafkaAdmin, listed_topics: Iterable[str], broker_ids: Itera
     partition the brokers hold (`collect.visibility`): some are hidden (it lacks DESCRIBE on
     their topics), the totals cannot be checked (it lacks DESCRIBE on CLUSTER), or a broker's log
     dirs were not read (what only it holds may be hidden)."""
-    from kafka_health.collect.visibility import read_visibility
-
     visibility = read_visibility(admin, sorted(set(listed_topics)), sorted(set(broker_ids)))
     if visibility.complete:
         return None

@@ -21,6 +21,7 @@ from kafka_health.collect import security_errors
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
 from kafka_health.models.policy import ActionOutcome, ActionRecord, ActionType
 from kafka_health.plan.leader_election_plan import ElectionPlan, TopicPartition
+from kafka_health.remediate import access
 
 
 class ElectionStatus(StrEnum):
@@ -284,7 +285,6 @@ def execute_visible_election(
     brokers hold (`access.hidden_refusal`): an election planned on a partial view would report
     partitions as led by their preferred replica that it never saw, so with anything hidden (or
     the totals unchecked, or the metadata unreadable) nothing is sent (`refused_election`)."""
-    from kafka_health.remediate import access
 
     try:
         why = access.hidden_refusal(admin, admin.metadata())
