@@ -25,6 +25,8 @@ ruff check .
 ruff format --check .
 echo "== types: mypy"
 mypy
+echo "== layers: import-linter"
+lint-imports
 echo "== tests: pytest"
 # pytest exits 5 when it collects nothing: that is a failure here, not a pass.
 pytest "$@"

@@ -84,7 +84,7 @@ def render(diagnosis: Diagnosis, output: Output, members: bool = False) -> str:
     return table.render(diagnosis, members=members)
 
 
-def diagnose(
+def diagnose(  # noqa: C901, PLR0912, PLR0915
     bootstrap_servers: Annotated[
         str | None,
         typer.Option(

@@ -41,7 +41,7 @@ def _reason_not_electable(p: Partition, alive: set[int]) -> str:
     return f"preferred {preferred} not in ISR"
 
 
-def elect_leaders(
+def elect_leaders(  # noqa: C901, PLR0912, PLR0915
     bootstrap_servers: Bootstrap,
     command_config: kafka_options.CommandConfig = None,
     topic: Annotated[

@@ -175,7 +175,7 @@ def _print_plan(plan: OffsetResetPlan, output: Output, what: str) -> None:
     )
 
 
-def reset_offsets(
+def reset_offsets(  # noqa: C901, PLR0915
     bootstrap_servers: Bootstrap,
     group: Annotated[str, typer.Option("--group", "-g", help="Consumer group id.")],
     command_config: kafka_options.CommandConfig = None,

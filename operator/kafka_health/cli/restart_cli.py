@@ -100,7 +100,7 @@ def _parse_selector(text: str, option: str = "--selector") -> dict[str, str]:
     return labels
 
 
-def restart(
+def restart(  # noqa: C901, PLR0912, PLR0915
     bootstrap_servers: Annotated[
         str,
         typer.Option(

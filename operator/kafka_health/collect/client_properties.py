@@ -205,7 +205,7 @@ def parse_jaas(value: str, where: str) -> tuple[str, dict[str, str]]:
 
 
 # ------------------------------------------------------------------------------------ mapping
-def parse_client_properties(text: str, source: str = "client properties") -> ClientProperties:
+def parse_client_properties(text: str, source: str = "client properties") -> ClientProperties:  # noqa: C901, PLR0912, PLR0915
     """Kafka client.properties text → librdkafka settings (see the module doc for the keys)."""
     props = parse_properties(text)
 

@@ -168,7 +168,7 @@ class _Context:
         return cls(down, churning, never_safe, replicas, offline, offline_topics, snapshot, planned or {})
 
 
-def _root(f: Finding, ctx: _Context) -> Root | None:
+def _root(f: Finding, ctx: _Context) -> Root | None:  # noqa: C901, PLR0912, PLR0915
     """The incident a finding belongs to (None: a cap notice, placed afterwards)."""
     s = f.subject
     check = f.check
@@ -438,7 +438,7 @@ Evidence = dict[str, float | int | str | None]
 _NO_ACTION = "No automatic action"
 
 
-def _describe(
+def _describe(  # noqa: C901, PLR0912, PLR0915
     kind: IncidentKind, root: str, members: list[Finding], reach: _Reach
 ) -> tuple[str, Evidence, str, str | None]:
     """Title, extra evidence, remediation text and the automatic action id of an incident."""

@@ -103,7 +103,7 @@ def not_in_metadata(topic: str, hidden: bool = False) -> str:
     )
 
 
-def plan_offset_reset(
+def plan_offset_reset(  # noqa: PLR0912, PLR0915
     request: OffsetResetRequest,
     snapshot: ClusterSnapshot,
     *,

@@ -473,7 +473,7 @@ def _pending_plan(ctx: PlanContext, planned: PlannedAction) -> PendingPlan:
     )
 
 
-def _choose(ctx: PlanContext, candidates: list[_Candidate], withheld: list[WithheldAction]) -> Decision:
+def _choose(ctx: PlanContext, candidates: list[_Candidate], withheld: list[WithheldAction]) -> Decision:  # noqa: PLR0915
     mode = ctx.spec.remediation.mode
     updates: list[RequestUpdate] = []
     chosen: _Candidate | None = None

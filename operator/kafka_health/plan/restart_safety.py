@@ -92,7 +92,7 @@ def voter_caught_up(voter: QuorumVoter, snapshot: ClusterSnapshot, *, max_lag: i
     return False
 
 
-def check_restart_safety(
+def check_restart_safety(  # noqa: C901, PLR0912, PLR0915
     snapshot: ClusterSnapshot,
     broker: int,
     *,

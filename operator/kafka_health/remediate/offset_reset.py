@@ -484,7 +484,7 @@ def _summary(
     )
 
 
-def apply_offset_reset(
+def apply_offset_reset(  # noqa: C901
     admin: KafkaAdmin,
     store: OffsetStore,
     plan: OffsetResetPlan,

@@ -133,7 +133,7 @@ def _now_utc() -> datetime:
 
 
 # ============================================================================ one broker
-def restart_broker(
+def restart_broker(  # noqa: C901, PLR0912, PLR0915
     step: RestartStep | None,
     *,
     k8s: K8s,
@@ -556,7 +556,7 @@ def next_step(
     )
 
 
-def run_roll(
+def run_roll(  # noqa: C901, PLR0915
     request_id: str,
     brokers: Sequence[int] | None,
     *,

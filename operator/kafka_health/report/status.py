@@ -176,7 +176,7 @@ def _counts(diagnosis: Diagnosis) -> dict[str, int]:
     return out
 
 
-def status_after_cycle(
+def status_after_cycle(  # noqa: PLR0915
     previous: KafkaHealthPolicyStatus,
     outcome: CycleOutcome,
     *,

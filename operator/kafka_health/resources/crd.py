@@ -77,7 +77,7 @@ def _resolve(ref: str, defs: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(defs[name])
 
 
-def _structural(node: dict[str, Any], defs: dict[str, Any], nullable: bool, where: str) -> dict[str, Any]:
+def _structural(node: dict[str, Any], defs: dict[str, Any], nullable: bool, where: str) -> dict[str, Any]:  # noqa: C901, PLR0912, PLR0915
     node = dict(node)
     if "$ref" in node:
         # Siblings of a $ref (the field's description, default) win over the referenced def's.

@@ -335,7 +335,7 @@ class Testbed:
         return state.kafka_version if state else distribution.KAFKA_VERSION
 
     # ---------------------------------------------------------------- lifecycle
-    def up(
+    def up(  # noqa: C901, PLR0912
         self,
         brokers: int | None = None,
         base_port: int = DEFAULT_BASE_PORT,
