@@ -77,25 +77,39 @@ def _resolve(ref: str, defs: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(defs[name])
 
 
-def _structural(node: dict[str, Any], defs: dict[str, Any], nullable: bool, where: str) -> dict[str, Any]:  # noqa: C901, PLR0912, PLR0915
+def _inline_ref(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """The referenced def with the node's own keys on top: siblings of a $ref (the field's
+    description, default) win over the referenced def's."""
+    if "$ref" not in node:
+        return node
     node = dict(node)
-    if "$ref" in node:
-        # Siblings of a $ref (the field's description, default) win over the referenced def's.
-        target = _resolve(node.pop("$ref"), defs)
-        target.update(node)
-        node = target
-    if "anyOf" in node:
-        options = node.pop("anyOf")
-        non_null = [o for o in options if o != {"type": "null"}]
-        if len(non_null) != 1:
-            raise SchemaError(f"{where}: a union of types is not structural: {options}")
-        inner = non_null[0]
-        if "$ref" in inner:
-            inner = {**_resolve(inner["$ref"], defs), **{k: v for k, v in inner.items() if k != "$ref"}}
-        merged = {**inner, **node}
-        if len(non_null) != len(options) and nullable:
-            merged["nullable"] = True
-        node = merged
+    target = _resolve(node.pop("$ref"), defs)
+    target.update(node)
+    return target
+
+
+def _drop_null_option(
+    node: dict[str, Any], defs: dict[str, Any], nullable: bool, where: str
+) -> dict[str, Any]:
+    """`anyOf [X, null]` becomes X (with `nullable: true` where the operator may write null)."""
+    if "anyOf" not in node:
+        return node
+    node = dict(node)
+    options = node.pop("anyOf")
+    non_null = [o for o in options if o != {"type": "null"}]
+    if len(non_null) != 1:
+        raise SchemaError(f"{where}: a union of types is not structural: {options}")
+    inner = non_null[0]
+    if "$ref" in inner:
+        inner = {**_resolve(inner["$ref"], defs), **{k: v for k, v in inner.items() if k != "$ref"}}
+    merged = {**inner, **node}
+    if len(non_null) != len(options) and nullable:
+        merged["nullable"] = True
+    return merged
+
+
+def _openapi_keywords(node: dict[str, Any], where: str) -> None:
+    """JSON Schema 2020-12 keywords turned into their OpenAPI v3 forms, in place."""
     for key in _NOT_STRUCTURAL:
         if key in node:
             raise SchemaError(f"{where}: '{key}' is not allowed in a structural schema")
@@ -116,6 +130,10 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], nullable: bool, wher
                 del node[bound]
     if node.get("x-kubernetes-preserve-unknown-fields"):
         node.pop("additionalProperties", None)
+
+
+def _structural_children(node: dict[str, Any], defs: dict[str, Any], nullable: bool, where: str) -> None:
+    """Properties, additionalProperties and items made structural, in place."""
     if "properties" in node:
         node.pop("additionalProperties", None)
         node["properties"] = {
@@ -126,6 +144,13 @@ def _structural(node: dict[str, Any], defs: dict[str, Any], nullable: bool, wher
         node["additionalProperties"] = _structural(node["additionalProperties"], defs, nullable, f"{where}.*")
     if "items" in node:
         node["items"] = _structural(node["items"], defs, nullable, f"{where}[]")
+
+
+def _structural(node: dict[str, Any], defs: dict[str, Any], nullable: bool, where: str) -> dict[str, Any]:
+    """One node of the schema as the API server accepts it (the module's docstring lists the rules)."""
+    node = dict(_drop_null_option(_inline_ref(dict(node), defs), defs, nullable, where))
+    _openapi_keywords(node, where)
+    _structural_children(node, defs, nullable, where)
     if "type" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
         raise SchemaError(f"{where}: no type")
     return _ordered(node)
