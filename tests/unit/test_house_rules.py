@@ -18,7 +18,6 @@ OVER_LIMIT_FOR_NOW = {
     "operator/kafka_health/testbed/podstandin.py",
     "operator/kafka_health/remediate/offset_reset.py",
     "operator/kafka_health/testbed/cluster.py",
-    "operator/kafka_health/controller/remediation.py",
     "operator/kafka_health/remediate/rolling_restart.py",
     "operator/kafka_health/diagnose/incidents.py",
     "operator/kafka_health/controller/cycle.py",
@@ -62,7 +61,6 @@ LOCAL_IMPORTS_FOR_NOW = {
     "kafka_health.cli.remediation_cli",
     "kafka_health.cli.restart_cli",
     "kafka_health.controller.cycle",
-    "kafka_health.controller.remediation",
     "kafka_health.controller.runtime",
     "kafka_health.diagnose.class_archive",
 }

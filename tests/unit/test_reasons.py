@@ -158,7 +158,7 @@ EMITTERS: dict[str, tuple[int | None, str]] = {
 FORMATTED = {
     # (file, source of the f-string) -> the values it can take, each checked below.
     (
-        "controller/remediation.py",
+        "controller/short_actions.py",
         "f'OffsetReset{state}'",
     ): [f"OffsetReset{s}" for s in ("Succeeded", "Waiting", "Failed")],
 }
@@ -219,7 +219,7 @@ def test_every_literal_reason_in_the_code_is_a_known_reason() -> None:
 
 
 def test_offset_reset_events_take_only_the_listed_states() -> None:
-    """remediation.py posts f"OffsetReset{state}" with the state of the request's result."""
+    """controller/short_actions.py posts f"OffsetReset{state}" with the state of the request's result."""
     from kafka_health.remediate.offset_reset import OffsetResetOutcome, ResetState
 
     states = {

@@ -1,0 +1,182 @@
+"""The short actions, run inside a cycle under the cluster's Lease: a preferred leader election,
+an offset reset, and the record of either one interrupted by an operator restart."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafka_health.controller.act_context import ActContext, guarded_persist, record, step_guard, with_result
+from kafka_health.controller.cluster_lease import ClusterLease
+from kafka_health.models.policy import (
+    ActionOutcome,
+    ActionRecord,
+    ActionType,
+    CurrentRemediation,
+    KafkaHealthPolicyStatus,
+    RemediationStep,
+    RequestState,
+)
+from kafka_health.models.reasons import DegradedReason, EventReason
+from kafka_health.plan import PlannedAction, PolicyRef, breaker_reset_token
+from kafka_health.remediate.leader_election import execute_visible_election
+from kafka_health.remediate.offset_reset import execute_offset_reset
+from kafka_health.report import metrics
+
+
+def elect(
+    action: PlannedAction,
+    status: KafkaHealthPolicyStatus,
+    ctx: ActContext,
+    policy: PolicyRef,
+    lease: ClusterLease,
+) -> KafkaHealthPolicyStatus:
+    assert action.election is not None
+    out = status.model_copy(deep=True)
+    started = ctx.clock()
+    out.current_remediation = CurrentRemediation(
+        action=action.action,
+        id=action.id or action.plan_id,
+        plan_id=action.plan_id,
+        step=RemediationStep.ELECTING,
+        started_at=started,
+        message=action.summary[:1000],
+    )
+    guarded_persist(ctx, lease)(out)
+    ctx.on_event("Normal", EventReason.ELECTION_STARTED, action.summary)
+    outcome = execute_visible_election(ctx.admin, action.election, guard=step_guard(ctx, lease))
+    record(
+        out,
+        outcome.record(
+            plan_id=action.plan_id,
+            started_at=started,
+            finished_at=ctx.clock(),
+            generation=policy.generation,
+            breaker_reset=breaker_reset_token(policy.annotations),
+            request_id=action.id,
+        ),
+    )
+    out.current_remediation = None
+    ok = outcome.succeeded
+    denied = None if ok else outcome.denied()
+    if denied is not None:  # a missing ACL (ALTER on CLUSTER, DESCRIBE on hidden topics): the grant
+        out.remediation_summary = denied[:256]
+        ctx.on_event("Warning", DegradedReason.KAFKA_AUTHORIZATION_DENIED, f"{outcome.summary()}; {denied}")
+    else:
+        out.remediation_summary = outcome.summary()[:256]
+        ctx.on_event(
+            "Normal" if ok else "Warning",
+            EventReason.ELECTION_SUCCEEDED if ok else EventReason.ELECTION_FAILED,
+            outcome.summary(),
+        )
+    metrics.count_remediation(
+        policy.namespace, policy.name, action.action.value, "succeeded" if ok else "failed"
+    )
+    return out
+
+
+def reset_offsets(
+    action: PlannedAction,
+    status: KafkaHealthPolicyStatus,
+    ctx: ActContext,
+    policy: PolicyRef,
+    lease: ClusterLease,
+) -> KafkaHealthPolicyStatus:
+    assert action.offset_reset is not None and action.id is not None
+    out = status.model_copy(deep=True)
+    started = ctx.clock()
+    out.current_remediation = CurrentRemediation(
+        action=action.action,
+        id=action.id,
+        plan_id=action.plan_id,
+        step=RemediationStep.RESETTING_OFFSETS,
+        started_at=started,
+    )
+    guarded_persist(ctx, lease)(out)
+    outcome = execute_offset_reset(
+        ctx.admin,
+        ctx.k8s,
+        action.offset_reset,
+        namespace=policy.namespace,
+        policy_name=policy.name,
+        request_id=action.id,
+        owner_reference=_owner(ctx.metadata),
+        clock=ctx.clock,
+        guard=step_guard(ctx, lease),
+    )
+    previous = next((r for r in out.offset_resets or [] if r.id == action.id), None)
+    result = outcome.result(previous, ctx.clock())
+    out.offset_resets = with_result(out.offset_resets, result)
+    record(
+        out,
+        outcome.record(
+            plan_id=action.plan_id,
+            started_at=started,
+            finished_at=ctx.clock(),
+            generation=policy.generation,
+            breaker_reset=breaker_reset_token(policy.annotations),
+        ),
+    )
+    out.current_remediation = None
+    out.remediation_summary = outcome.message[:256]
+    state = result.state.value
+    denied = outcome.denied()
+    if denied is not None:  # a missing ACL (READ on GROUP/TOPIC): what to grant, not just "failed"
+        out.remediation_summary = f"{action.id}: {denied}"[:256]
+        ctx.on_event(
+            "Warning", DegradedReason.KAFKA_AUTHORIZATION_DENIED, f"{action.id}: {outcome.message}; {denied}"
+        )
+    else:
+        kind = "Normal" if state in ("Succeeded", "Waiting") else "Warning"
+        ctx.on_event(kind, f"OffsetReset{state}", f"{action.id}: {outcome.message}")
+    if result.state.terminal:  # Waiting (group not Empty) acted on nothing: status says why
+        metrics.count_remediation(policy.namespace, policy.name, action.action.value, state.lower())
+    return out
+
+
+def _owner(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
+    uid = metadata.get("uid")
+    if not uid:
+        return None
+    return {
+        "api_version": "kafkahealth.io/v1alpha1",
+        "kind": "KafkaHealthPolicy",
+        "name": metadata.get("name"),
+        "uid": uid,
+    }
+
+
+def record_interrupted(
+    status: KafkaHealthPolicyStatus, ctx: ActContext, policy: PolicyRef, lease: ClusterLease
+) -> KafkaHealthPolicyStatus:
+    """An election or offset reset interrupted by an operator restart: short actions, not resumed
+    blindly. Record the interruption; the planner plans again (an applied reset is found by its
+    saved-offsets ConfigMap and never repeated)."""
+    current = status.current_remediation
+    assert current is not None
+    out = status.model_copy(deep=True)
+    now = ctx.clock()
+    record(
+        out,
+        ActionRecord(
+            action=current.action,
+            id=current.id,
+            plan_id=current.plan_id,
+            outcome=ActionOutcome.FAILED,
+            started_at=current.started_at,
+            finished_at=now,
+            message="interrupted by an operator restart; planned again from the live state",
+            generation=policy.generation,
+            breaker_reset=breaker_reset_token(policy.annotations),
+        ),
+    )
+    if current.action is ActionType.OFFSET_RESET:
+        out.offset_resets = [
+            r.model_copy(update={"state": RequestState.PENDING, "message": "interrupted; planned again"})
+            if r.id == current.id and not r.state.terminal
+            else r
+            for r in out.offset_resets or []
+        ] or None
+    out.current_remediation = None
+    lease.release()
+    return out
