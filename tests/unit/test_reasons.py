@@ -227,5 +227,5 @@ def test_offset_reset_events_take_only_the_listed_states() -> None:
         for s in ResetState
     }
     assert {f"OffsetReset{s}" for s in states} == set(
-        FORMATTED[("controller/remediation.py", "f'OffsetReset{state}'")]
+        FORMATTED[("controller/short_actions.py", "f'OffsetReset{state}'")]
     )
