@@ -18,7 +18,6 @@ OVER_LIMIT_FOR_NOW = {
     "operator/kafka_health/testbed/podstandin.py",
     "operator/kafka_health/remediate/offset_reset.py",
     "operator/kafka_health/testbed/cluster.py",
-    "operator/kafka_health/remediate/rolling_restart.py",
     "operator/kafka_health/controller/cycle.py",
     "operator/kafka_health/collect/admin_calls.py",
     "operator/kafka_health/collect/client_host.py",

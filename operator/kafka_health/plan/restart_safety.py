@@ -1,4 +1,5 @@
-"""The rolling-restart safety rules of design §4, checked before EACH broker on live state.
+"""The rolling-restart safety rules (docs/safety.md, "Rolling restart"; docs/design.md, "Safety
+rules"), checked before EACH broker on live state, one pure function per rule.
 
 1. Cluster-wide: no under-replicated and no offline partition.
 2. For every partition with a replica on the candidate: not (ISR < minISR) and not
@@ -7,6 +8,7 @@
 3. KRaft quorum: the other caught-up voters still form a majority of all voters; the active
    controller goes last (of the dedicated controllers when it is one, else of the whole roll).
 4. One broker at a time: every other broker is registered.
+Never safe (neverSafePartitions: Refuse): a partition rule 2 skipped blocks the candidate.
 A rule that cannot be evaluated (min.insync.replicas or the quorum unknown) blocks: unknown
 is not safe.
 
@@ -18,13 +20,16 @@ them; then the brokers (non-voters, combined voters, the active combined control
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+import logging
+from collections.abc import Collection, Iterable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kafka_health.models.reasons import BlockerRule
 from kafka_health.models.snapshot import ClusterSnapshot, Partition, Quorum, QuorumVoter
+
+log = logging.getLogger(__name__)
 
 MAX_LISTED = 20
 
@@ -92,7 +97,7 @@ def voter_caught_up(voter: QuorumVoter, snapshot: ClusterSnapshot, *, max_lag: i
     return False
 
 
-def check_restart_safety(  # noqa: C901, PLR0912, PLR0915
+def check_restart_safety(
     snapshot: ClusterSnapshot,
     broker: int,
     *,
@@ -101,23 +106,51 @@ def check_restart_safety(  # noqa: C901, PLR0912, PLR0915
     max_voter_lag_ms: int = 5_000,
     refuse_never_safe: bool = False,
 ) -> RestartSafety:
-    """Whether `broker` may be restarted now. `remaining`: brokers of the roll not yet restarted
-    (the candidate included); the active controller is refused while others remain.
-    `refuse_never_safe` (neverSafePartitions: Refuse): a partition of the candidate with
-    RF <= min.insync.replicas blocks it (rule `never_safe`) instead of being skipped."""
-    blockers: list[Blocker] = []
-    skipped: list[SkippedPartition] = []
-    brokers = {b.id: b for b in snapshot.brokers}
-    controllers = controller_only_nodes(snapshot)
-    dedicated = broker in controllers
+    """Whether `broker` may be restarted now: the numbered rules of the module docstring, one
+    pure function each (rule 4 first: it explains most of what follows when violated), their
+    blockers in that order. `remaining`: brokers of the roll not yet restarted (the candidate
+    included); the active controller is refused while others remain. `refuse_never_safe`
+    (neverSafePartitions: Refuse): a partition of the candidate with RF <= min.insync.replicas
+    blocks it (rule `never_safe`) instead of being skipped."""
+    dedicated = broker in controller_only_nodes(snapshot)
+    # Rules 1 and 2 concern partitions: a controller-only node holds none, so its restart changes no ISR.
+    partitions = [] if dedicated else snapshot.partitions
+    one_at_a_time = rule_4_one_at_a_time(snapshot, broker, dedicated=dedicated)
+    replicated = rule_1_fully_replicated(partitions, broker)
+    isr_blockers, skipped = rule_2_min_isr(snapshot, partitions, broker)
+    blockers = [
+        *one_at_a_time,
+        *replicated,
+        *isr_blockers,
+        *rule_3_quorum(
+            snapshot,
+            broker,
+            remaining,
+            dedicated=dedicated,
+            max_voter_lag=max_voter_lag,
+            max_voter_lag_ms=max_voter_lag_ms,
+        ),
+        *never_safe_rule(skipped, broker, refuse=refuse_never_safe),
+    ]
+    return RestartSafety(broker=broker, safe=not blockers, blockers=blockers, skipped=skipped)
 
-    # Rule 4 (one broker at a time) first: it explains most of what follows when violated.
-    if broker not in brokers and not dedicated:
-        blockers.append(
-            Blocker(
-                rule=BlockerRule.UNKNOWN_BROKER, message=f"broker {broker} is not in the cluster metadata"
-            )
+
+def _refused(rule: str, broker: int, blockers: list[Blocker]) -> list[Blocker]:
+    """`blockers`, logged as ONE line when the rule refuses the broker."""
+    if blockers:
+        log.info(
+            "restart of broker %s refused by %s: %s", broker, rule, "; ".join(b.message for b in blockers)
         )
+    return blockers
+
+
+def rule_4_one_at_a_time(snapshot: ClusterSnapshot, broker: int, *, dedicated: bool) -> list[Blocker]:
+    """Rule 4: the candidate is known (a registered broker or a dedicated controller), and every
+    other broker is registered and alive."""
+    blockers = []
+    if broker not in {b.id for b in snapshot.brokers} and not dedicated:
+        message = f"broker {broker} is not in the cluster metadata"
+        blockers.append(Blocker(rule=BlockerRule.UNKNOWN_BROKER, message=message))
     down = sorted((b for b in snapshot.brokers if not b.alive), key=lambda b: b.id)
     if down:
         blockers.append(
@@ -126,12 +159,14 @@ def check_restart_safety(  # noqa: C901, PLR0912, PLR0915
                 message=f"{', '.join(f'broker {b.id} {b.state}' for b in down)}: one broker at a time",
             )
         )
+    return _refused("rule 4 (one broker at a time)", broker, blockers)
 
-    # Rule 1: cluster-wide URP = 0 and no offline partition (not for a controller-only node:
-    # it holds no partition, so its restart changes no ISR).
-    partitions = [] if dedicated else snapshot.partitions
+
+def rule_1_fully_replicated(partitions: Sequence[Partition], broker: int) -> list[Blocker]:
+    """Rule 1: cluster-wide, no offline and no under-replicated partition."""
     offline = [p for p in partitions if p.leader is None]
     urp = [p for p in partitions if len(p.isr) < len(p.replicas)]
+    blockers: list[Blocker] = []
     _block_on(blockers, BlockerRule.OFFLINE, offline, f"{len(offline)} offline partition(s)")
     _block_on(
         blockers,
@@ -139,20 +174,27 @@ def check_restart_safety(  # noqa: C901, PLR0912, PLR0915
         urp,
         f"{len(urp)} under-replicated partition(s) in the cluster",
     )
+    return _refused("rule 1 (no offline or under-replicated partition)", broker, blockers)
 
-    # Rule 2: every partition with a replica on the candidate.
+
+def rule_2_min_isr(
+    snapshot: ClusterSnapshot, partitions: Sequence[Partition], broker: int
+) -> tuple[list[Blocker], list[SkippedPartition]]:
+    """Rule 2, for every partition with a replica on the candidate: min.insync.replicas known,
+    not (ISR < minISR), not (ISR == minISR with the candidate in it). Partitions whose RF <=
+    minISR can never roll safely: skipped here and returned (sorted), for `never_safe_rule`."""
     min_isr = {c.topic: c.min_insync_replicas for c in snapshot.topic_configs}
     unknown: list[Partition] = []
     below: list[Partition] = []
     at_min_in_isr: list[Partition] = []
+    skipped: list[SkippedPartition] = []
     for p in partitions:
         if broker not in p.replicas:
             continue
         m = min_isr.get(p.topic)
         if m is None:
             unknown.append(p)
-            continue
-        if len(p.replicas) <= m:
+        elif len(p.replicas) <= m:
             skipped.append(
                 SkippedPartition(
                     topic=p.topic,
@@ -161,11 +203,11 @@ def check_restart_safety(  # noqa: C901, PLR0912, PLR0915
                     min_insync_replicas=m,
                 )
             )
-            continue
-        if len(p.isr) < m:
+        elif len(p.isr) < m:
             below.append(p)
         elif len(p.isr) == m and broker in p.isr:
             at_min_in_isr.append(p)
+    blockers: list[Blocker] = []
     _block_on(
         blockers,
         BlockerRule.MIN_ISR_UNKNOWN,
@@ -180,57 +222,71 @@ def check_restart_safety(  # noqa: C901, PLR0912, PLR0915
         f"{len(at_min_in_isr)} partition(s) at min ISR with broker {broker} in the ISR "
         "(restarting it would stop acks=all writes)",
     )
+    skipped.sort(key=lambda s: (s.topic, s.partition))
+    return _refused("rule 2 (min ISR)", broker, blockers), skipped
 
-    # Rule 3: KRaft quorum.
+
+def rule_3_quorum(
+    snapshot: ClusterSnapshot,
+    broker: int,
+    remaining: Collection[int],
+    *,
+    dedicated: bool,
+    max_voter_lag: int,
+    max_voter_lag_ms: int,
+) -> list[Blocker]:
+    """Rule 3, the KRaft quorum: known, with a leader; without the candidate the other caught-up
+    voters are still a majority; the active controller goes last (of the dedicated controllers
+    when it is one, the brokers coming after them; else of the whole roll)."""
     quorum = snapshot.quorum
     if quorum is None:
-        blockers.append(
-            Blocker(rule=BlockerRule.QUORUM_UNKNOWN, message="the KRaft quorum could not be read")
-        )
-    elif quorum.leader_id is None:
-        blockers.append(Blocker(rule=BlockerRule.QUORUM, message="the KRaft quorum has no leader"))
-    else:
-        voters = quorum.voters
-        if any(v.id == broker for v in voters):
-            majority = len(voters) // 2 + 1
-            others = [
-                v
-                for v in voters
-                if v.id != broker
-                and voter_caught_up(v, snapshot, max_lag=max_voter_lag, max_lag_ms=max_voter_lag_ms)
-            ]
-            if len(others) < majority:
-                blockers.append(
-                    Blocker(
-                        rule=BlockerRule.QUORUM,
-                        message=f"without voter {broker}, {len(others)} caught-up voter(s) of {len(voters)} "
-                        f"would remain; a majority needs {majority}",
-                    )
-                )
-        # The active controller goes last: of the dedicated controllers when it is one (the
-        # brokers come after them), else of the whole roll.
-        before = [b for b in remaining if b != broker and (not dedicated or b in controllers)]
-        if broker == quorum.leader_id and before:
-            blockers.append(
-                Blocker(
-                    rule=BlockerRule.CONTROLLER_LAST,
-                    message=f"{'controller' if dedicated else 'broker'} {broker} is the active controller: "
-                    f"it goes last{' of the controllers' if dedicated else ''} "
-                    f"(still to restart first: {', '.join(map(str, sorted(before)))})",
-                )
+        blockers = [Blocker(rule=BlockerRule.QUORUM_UNKNOWN, message="the KRaft quorum could not be read")]
+        return _refused("rule 3 (KRaft quorum)", broker, blockers)
+    if quorum.leader_id is None:
+        blockers = [Blocker(rule=BlockerRule.QUORUM, message="the KRaft quorum has no leader")]
+        return _refused("rule 3 (KRaft quorum)", broker, blockers)
+    blockers = []
+    voters = quorum.voters
+    if any(v.id == broker for v in voters):
+        majority = len(voters) // 2 + 1
+        others = [
+            v
+            for v in voters
+            if v.id != broker
+            and voter_caught_up(v, snapshot, max_lag=max_voter_lag, max_lag_ms=max_voter_lag_ms)
+        ]
+        if len(others) < majority:
+            message = (
+                f"without voter {broker}, {len(others)} caught-up voter(s) of {len(voters)} "
+                f"would remain; a majority needs {majority}"
             )
-
-    skipped.sort(key=lambda s: (s.topic, s.partition))
-    if refuse_never_safe and skipped:
+            blockers.append(Blocker(rule=BlockerRule.QUORUM, message=message))
+    controllers = controller_only_nodes(snapshot)
+    before = [b for b in remaining if b != broker and (not dedicated or b in controllers)]
+    if broker == quorum.leader_id and before:
         blockers.append(
             Blocker(
-                rule=BlockerRule.NEVER_SAFE,
-                message=f"{len(skipped)} partition(s) on broker {broker} have RF <= min.insync.replicas and "
-                "would be unavailable to acks=all producers while it restarts (neverSafePartitions: Refuse)",
-                partitions=[f"{s.topic}-{s.partition}" for s in skipped[:MAX_LISTED]],
+                rule=BlockerRule.CONTROLLER_LAST,
+                message=f"{'controller' if dedicated else 'broker'} {broker} is the active controller: "
+                f"it goes last{' of the controllers' if dedicated else ''} "
+                f"(still to restart first: {', '.join(map(str, sorted(before)))})",
             )
         )
-    return RestartSafety(broker=broker, safe=not blockers, blockers=blockers, skipped=skipped)
+    return _refused("rule 3 (KRaft quorum)", broker, blockers)
+
+
+def never_safe_rule(skipped: Sequence[SkippedPartition], broker: int, *, refuse: bool) -> list[Blocker]:
+    """neverSafePartitions: Refuse: the candidate's partitions with RF <= min.insync.replicas
+    (`skipped` by rule 2) block it instead of being skipped."""
+    if not (refuse and skipped):
+        return []
+    blocker = Blocker(
+        rule=BlockerRule.NEVER_SAFE,
+        message=f"{len(skipped)} partition(s) on broker {broker} have RF <= min.insync.replicas and "
+        "would be unavailable to acks=all producers while it restarts (neverSafePartitions: Refuse)",
+        partitions=[f"{s.topic}-{s.partition}" for s in skipped[:MAX_LISTED]],
+    )
+    return _refused("the never-safe rule", broker, [blocker])
 
 
 def never_safe_partitions(snapshot: ClusterSnapshot, brokers: Collection[int]) -> list[SkippedPartition]:

@@ -1,4 +1,4 @@
-"""After a roll: preferred leader election for the restarted brokers (design §4).
+"""After a roll: preferred leader election for the restarted brokers (docs/remediation-rolling-restart.md, "The whole roll").
 
 Only partitions whose preferred replica is one of the restarted brokers, alive and in the ISR
 (`plan_preferred_election(..., brokers=...)` on a live snapshot), in batches, carried out by the

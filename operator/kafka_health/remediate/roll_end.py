@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.models.policy import (
@@ -19,11 +18,9 @@ from kafka_health.models.policy import (
     RollingRestartResult,
 )
 from kafka_health.plan.restart_resume import BEGUN, restart_begun
+from kafka_health.remediate.broker_restart import BrokerRestartOutcome
 from kafka_health.remediate.leader_election import ElectionOutcome
 from kafka_health.remediate.post_roll_election import elect_preferred_for
-
-if TYPE_CHECKING:
-    from kafka_health.remediate.rolling_restart import BrokerRestartOutcome
 
 Clock = Callable[[], datetime]
 

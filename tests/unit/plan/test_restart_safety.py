@@ -1,7 +1,10 @@
-"""The rolling-restart safety rules of design §4, one test per rule, and a property against the rule text."""
+"""The rolling-restart safety rules (docs/safety.md, "Rolling restart"), one test per rule, and a property against the rule text."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -161,3 +164,20 @@ def test_safe_iff_the_rules_hold(case: tuple[list[Partition], dict[str, int], in
         for p in parts
         if candidate in p.replicas and len(p.replicas) <= min_isr[p.topic]
     }
+
+
+def test_each_rule_that_refuses_logs_one_line_and_a_safe_broker_logs_none(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Broker 3 down (rule 4), t-0 under-replicated (rule 1) and at min ISR with broker 1 in it (rule 2).
+    parts = [partition("t", 0, [1, 2, 3], isr=[1, 2])]
+    snap = snapshot(parts, min_isr={"t": 2})
+    with caplog.at_level(logging.INFO, logger="kafka_health.plan.restart_safety"):
+        check_restart_safety(snapshot(), 1, remaining=[1, 2, 3])
+        assert not caplog.records
+        result = check_restart_safety(snap, 1)
+    lines = [r.getMessage() for r in caplog.records]
+    assert {"under_replicated", "min_isr"} <= rules(result)
+    assert len([m for m in lines if "rule 1" in m]) == 1 and len([m for m in lines if "rule 2" in m]) == 1
+    assert all(m.startswith("restart of broker 1 refused by ") for m in lines)
+    assert any("at min ISR with broker 1" in m for m in lines)
