@@ -103,7 +103,7 @@ def not_in_metadata(topic: str, hidden: bool = False) -> str:
     )
 
 
-def plan_offset_reset(  # noqa: PLR0912, PLR0915
+def plan_offset_reset(
     request: OffsetResetRequest,
     snapshot: ClusterSnapshot,
     *,
@@ -121,48 +121,20 @@ def plan_offset_reset(  # noqa: PLR0912, PLR0915
     missing: list[str] = []
     for topic, partition in partitions:
         key = (topic, partition)
-        current = committed.get(key)
         offsets = log.get(key)
         start = offsets.log_start_offset if offsets else None
         end = offsets.log_end_offset if offsets else None
         entry = OffsetResetEntry(
-            topic=topic, partition=partition, current=current, log_start=start, log_end=end
+            topic=topic, partition=partition, current=committed.get(key), log_start=start, log_end=end
         )
+        entries.append(entry)
         if start is None or end is None:
             entry.note = "log start/end offsets unknown"
             missing.append(f"{topic}-{partition}: log start/end offsets")
-            entries.append(entry)
             continue
-        raw: int | None
-        if request.earliest:
-            raw = start
-        elif request.latest:
-            raw = end
-        elif request.to_offset is not None:
-            raw = request.to_offset
-        elif request.shift_by is not None:
-            raw = None if current is None else current + request.shift_by
-            if raw is None:
-                entry.note = "no committed offset to shift from"
-                problems.append(f"{topic}-{partition}: no committed offset to shift from")
-        else:
-            if key not in looked_up:
-                raw = None
-                entry.note = "offset for the time not looked up"
-                missing.append(f"{topic}-{partition}: offset for {target_timestamp(request, now)}")
-            else:
-                found = looked_up[key]
-                raw = end if found is None else found
-                if found is None:
-                    entry.note = "no message at or after the time: log end"
+        raw = _strategy_offset(request, entry, start, end, looked_up, now, problems, missing)
         if raw is not None:
-            clamped = min(max(raw, start), end)
-            if clamped != raw:
-                entry.clamped = True
-                bound = "log start" if clamped == start else "log end"
-                entry.note = f"{raw} is outside [{start}, {end}]: clamped to {bound}"
-            entry.target = clamped
-        entries.append(entry)
+            _clamp(entry, raw, start, end)
     return OffsetResetPlan(
         request_id=request.id,
         group=request.group,
@@ -172,6 +144,53 @@ def plan_offset_reset(  # noqa: PLR0912, PLR0915
         problems=problems,
         missing=missing,
     )
+
+
+def _strategy_offset(
+    request: OffsetResetRequest,
+    entry: OffsetResetEntry,
+    start: int,
+    end: int,
+    looked_up: Mapping[tuple[str, int], int | None],
+    now: datetime,
+    problems: list[str],
+    missing: list[str],
+) -> int | None:
+    """The strategy's offset for one partition, before clamping. None: it cannot be computed;
+    the entry's note says why, and `problems` (fix the request) or `missing` (not read) too."""
+    where = f"{entry.topic}-{entry.partition}"
+    if request.earliest:
+        return start
+    if request.latest:
+        return end
+    if request.to_offset is not None:
+        return request.to_offset
+    if request.shift_by is not None:
+        if entry.current is None:
+            entry.note = "no committed offset to shift from"
+            problems.append(f"{where}: no committed offset to shift from")
+            return None
+        return entry.current + request.shift_by
+    key = (entry.topic, entry.partition)
+    if key not in looked_up:
+        entry.note = "offset for the time not looked up"
+        missing.append(f"{where}: offset for {target_timestamp(request, now)}")
+        return None
+    found = looked_up[key]
+    if found is None:
+        entry.note = "no message at or after the time: log end"
+        return end
+    return found
+
+
+def _clamp(entry: OffsetResetEntry, raw: int, start: int, end: int) -> None:
+    """The entry's target: `raw` within [start, end], saying so when it was outside."""
+    clamped = min(max(raw, start), end)
+    if clamped != raw:
+        entry.clamped = True
+        bound = "log start" if clamped == start else "log end"
+        entry.note = f"{raw} is outside [{start}, {end}]: clamped to {bound}"
+    entry.target = clamped
 
 
 class GateState(StrEnum):
