@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 import threading
 from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -25,6 +26,8 @@ import typer
 
 from kafka_health.cli import kafka_options, quiet
 from kafka_health.collect import security_errors
+from kafka_health.collect.kafka_admin import KafkaAdmin
+from kafka_health.collect.results import ZOOKEEPER_MODE
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health_spark.thresholds import ThresholdError, Thresholds, parse_overrides
@@ -48,7 +51,6 @@ def _fail(message: str) -> typer.Exit:
 
 def collect(bootstrap_servers: str, cluster: str, command_config: Path | None = None) -> ClusterSnapshot:
     """Read the cluster once (every admin call bounded; an unreachable cluster is a finding)."""
-    from kafka_health.collect.kafka_admin import KafkaAdmin
     from kafka_health.collect.snapshot import collect_snapshot
 
     with KafkaAdmin(kafka_options.connection(bootstrap_servers, command_config)) as admin:
@@ -84,71 +86,98 @@ def render(diagnosis: Diagnosis, output: Output, members: bool = False) -> str:
     return table.render(diagnosis, members=members)
 
 
-def diagnose(  # noqa: C901, PLR0912, PLR0915
-    bootstrap_servers: Annotated[
-        str | None,
-        typer.Option(
-            "--bootstrap-servers",
-            "-b",
-            envvar="KAFKA_BOOTSTRAP_SERVERS",
-            help="HOST:PORT[,HOST:PORT...] of the cluster to read.",
-        ),
-    ] = None,
+Bootstrap = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap-servers",
+        "-b",
+        envvar="KAFKA_BOOTSTRAP_SERVERS",
+        help="HOST:PORT[,HOST:PORT...] of the cluster to read.",
+    ),
+]
+SnapshotFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--snapshot",
+        help="Diagnose a saved ClusterSnapshot (JSON) instead of reading a cluster, "
+        "e.g. <history>/latest/cluster=<name>/snapshot.json.",
+        exists=True,
+        dir_okay=False,
+    ),
+]
+SaveSnapshot = Annotated[
+    Path | None, typer.Option("--save-snapshot", help="Also write the snapshot read (JSON) here.")
+]
+Cluster = Annotated[
+    str | None,
+    typer.Option(help="Name of the cluster in the history and the report (default: the bootstrap servers)."),
+]
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="table, json or html.")]
+Members = Annotated[
+    bool,
+    typer.Option(
+        "--members",
+        help="table: list each incident's findings under it (json and html always carry them).",
+    ),
+]
+Out = Annotated[Path | None, typer.Option("--out", help="Write the report to FILE instead of stdout.")]
+History = Annotated[
+    Path | None,
+    typer.Option(
+        "--history",
+        help="History directory: windowed checks (flapping, lag status, rebalances, disk growth) "
+        "read it, and the new snapshot is appended to it.",
+    ),
+]
+Record = Annotated[bool, typer.Option(help="Append the snapshot to --history (--no-record: only read it).")]
+SparkMaster = Annotated[
+    str | None, typer.Option("--spark-master", help="Spark master URL (default: embedded local[*]).")
+]
+SparkRemote = Annotated[str | None, typer.Option("--spark-remote", help="Spark Connect URL, sc://host:port.")]
+SparkDriverMemory = Annotated[
+    str, typer.Option(help="Memory of the embedded Spark driver (when this command starts it).")
+]
+Threshold = Annotated[
+    list[str] | None,
+    typer.Option("--threshold", "-t", help="Override a threshold: NAME=VALUE (repeatable)."),
+]
+
+
+@dataclass(frozen=True)
+class DiagnoseOptions:
+    """The command line of `diagnose`, as typer hands it over."""
+
+    bootstrap_servers: str | None
+    command_config: Path | None
+    snapshot_file: Path | None
+    save_snapshot: Path | None
+    cluster: str | None
+    output: Output
+    members: bool
+    out: Path | None
+    history: Path | None
+    record: bool
+    spark_master: str | None
+    spark_remote: str | None
+    spark_driver_memory: str
+    threshold: list[str] | None
+
+
+def diagnose(
+    bootstrap_servers: Bootstrap = None,
     command_config: kafka_options.CommandConfig = None,
-    snapshot_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--snapshot",
-            help="Diagnose a saved ClusterSnapshot (JSON) instead of reading a cluster, "
-            "e.g. <history>/latest/cluster=<name>/snapshot.json.",
-            exists=True,
-            dir_okay=False,
-        ),
-    ] = None,
-    save_snapshot: Annotated[
-        Path | None, typer.Option("--save-snapshot", help="Also write the snapshot read (JSON) here.")
-    ] = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            help="Name of the cluster in the history and the report (default: the bootstrap servers)."
-        ),
-    ] = None,
-    output: Annotated[Output, typer.Option("--output", "-o", help="table, json or html.")] = Output.table,
-    members: Annotated[
-        bool,
-        typer.Option(
-            "--members",
-            help="table: list each incident's findings under it (json and html always carry them).",
-        ),
-    ] = False,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the report to FILE instead of stdout.")
-    ] = None,
-    history: Annotated[
-        Path | None,
-        typer.Option(
-            "--history",
-            help="History directory: windowed checks (flapping, lag status, rebalances, disk growth) "
-            "read it, and the new snapshot is appended to it.",
-        ),
-    ] = None,
-    record: Annotated[
-        bool, typer.Option(help="Append the snapshot to --history (--no-record: only read it).")
-    ] = True,
-    spark_master: Annotated[
-        str | None, typer.Option("--spark-master", help="Spark master URL (default: embedded local[*]).")
-    ] = None,
-    spark_remote: Annotated[
-        str | None, typer.Option("--spark-remote", help="Spark Connect URL, sc://host:port.")
-    ] = None,
-    spark_driver_memory: Annotated[
-        str, typer.Option(help="Memory of the embedded Spark driver (when this command starts it).")
-    ] = "1g",
-    threshold: Annotated[
-        list[str] | None,
-        typer.Option("--threshold", "-t", help="Override a threshold: NAME=VALUE (repeatable)."),
-    ] = None,
+    snapshot_file: SnapshotFile = None,
+    save_snapshot: SaveSnapshot = None,
+    cluster: Cluster = None,
+    output: OutputOpt = Output.table,
+    members: Members = False,
+    out: Out = None,
+    history: History = None,
+    record: Record = True,
+    spark_master: SparkMaster = None,
+    spark_remote: SparkRemote = None,
+    spark_driver_memory: SparkDriverMemory = "1g",
+    threshold: Threshold = None,
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
 ) -> None:
@@ -160,15 +189,47 @@ def diagnose(  # noqa: C901, PLR0912, PLR0915
     2 usage error; 3 the command could not run (unreadable snapshot, Spark failure, the cluster
     refused the security settings: authentication, TLS, protocol; a ZooKeeper-mode cluster).
     """
-    if (bootstrap_servers is None) == (snapshot_file is None):
+    opts = DiagnoseOptions(
+        bootstrap_servers=bootstrap_servers,
+        command_config=command_config,
+        snapshot_file=snapshot_file,
+        save_snapshot=save_snapshot,
+        cluster=cluster,
+        output=output,
+        members=members,
+        out=out,
+        history=history,
+        record=record,
+        spark_master=spark_master,
+        spark_remote=spark_remote,
+        spark_driver_memory=spark_driver_memory,
+        threshold=threshold,
+    )
+    thresholds = _check(opts)
+    log = quiet.start(verbose, log_file)
+    # The JVM starts while the cluster is read: the two take seconds each and need nothing of
+    # each other (bench/oneshot_bench.py).
+    spark_session = _start_spark(
+        master=spark_master, remote=spark_remote, driver_memory=spark_driver_memory, short_lived=True
+    )
+    snapshot = _snapshot(opts)
+    _keep(opts, snapshot)
+    diagnosis = _diagnose(opts, snapshot, thresholds, spark_session, f" (details: {log})" if log else "")
+    _write(opts, diagnosis)
+    raise typer.Exit(diagnosis.exit_code())
+
+
+def _check(opts: DiagnoseOptions) -> Thresholds:
+    """The usage errors (exit 2) and a missing report extra (exit 3), before anything starts."""
+    if (opts.bootstrap_servers is None) == (opts.snapshot_file is None):
         raise typer.BadParameter(
             "give exactly one of --bootstrap-servers or --snapshot", param_hint="--bootstrap-servers"
         )
-    if spark_master and spark_remote:
+    if opts.spark_master and opts.spark_remote:
         raise typer.BadParameter(
             "give at most one of --spark-master and --spark-remote", param_hint="--spark-remote"
         )
-    if output is Output.html:
+    if opts.output is Output.html:
         try:
             from kafka_health.report import html  # noqa: F401
         except ImportError as exc:
@@ -177,53 +238,65 @@ def diagnose(  # noqa: C901, PLR0912, PLR0915
                 "pip install 'kafka-health-operator[report]'"
             ) from exc
     try:
-        thresholds = Thresholds().with_overrides(parse_overrides(threshold or []))
+        return Thresholds().with_overrides(parse_overrides(opts.threshold or []))
     except ThresholdError as exc:
         raise typer.BadParameter(str(exc), param_hint="--threshold") from exc
-    log = quiet.start(verbose, log_file)
-    see_log = f" (details: {log})" if log else ""
-    # The JVM starts while the cluster is read: the two take seconds each and need nothing of
-    # each other (bench/oneshot_bench.py).
-    spark_session = _start_spark(
-        master=spark_master, remote=spark_remote, driver_memory=spark_driver_memory, short_lived=True
-    )
 
-    if snapshot_file is not None:
+
+def _snapshot(opts: DiagnoseOptions) -> ClusterSnapshot:
+    """The snapshot to diagnose: the --snapshot file, or the cluster read now (exit 3 when the
+    file is no snapshot or the cluster refused the client's security settings)."""
+    if opts.snapshot_file is not None:
         try:
-            snapshot = ClusterSnapshot.model_validate_json(snapshot_file.read_text())
+            snapshot = ClusterSnapshot.model_validate_json(opts.snapshot_file.read_text())
         except ValueError as exc:
-            raise _fail(f"{snapshot_file} is not a ClusterSnapshot: {exc}") from exc
-        if cluster:
-            snapshot = snapshot.model_copy(update={"cluster": cluster})
-    else:
-        assert bootstrap_servers is not None
-        with quiet.progress(f"reading {bootstrap_servers}"):
-            snapshot = collect(bootstrap_servers, cluster or bootstrap_servers, command_config)
-        refused = next((m.reason for m in snapshot.missing if m.part == "metadata"), "")
-        if security_errors.kind_of(refused) is not None:  # a setting to fix, not a cluster's health
-            raise _fail(f"cannot read {bootstrap_servers}: {refused}")
-    from kafka_health.collect.results import ZOOKEEPER_MODE
+            raise _fail(f"{opts.snapshot_file} is not a ClusterSnapshot: {exc}") from exc
+        return snapshot.model_copy(update={"cluster": opts.cluster}) if opts.cluster else snapshot
+    bootstrap = opts.bootstrap_servers
+    assert bootstrap is not None
+    with quiet.progress(f"reading {bootstrap}"):
+        snapshot = collect(bootstrap, opts.cluster or bootstrap, opts.command_config)
+    refused = next((m.reason for m in snapshot.missing if m.part == "metadata"), "")
+    if security_errors.kind_of(refused) is not None:  # a setting to fix, not a cluster's health
+        raise _fail(f"cannot read {bootstrap}: {refused}")
+    return snapshot
+
+
+def _keep(opts: DiagnoseOptions, snapshot: ClusterSnapshot) -> None:
+    """Refuse a ZooKeeper-mode cluster; save the snapshot (--save-snapshot) and append it to the
+    history (--history, unless --no-record or unreachable)."""
     from kafka_health.collect.snapshot import zookeeper_mode
 
     if zookeeper_mode(snapshot):  # KRaft only: refused, not half diagnosed
         raise _fail(f"cannot diagnose {snapshot.cluster}: {ZOOKEEPER_MODE}")
-    if save_snapshot is not None:
-        save_snapshot.write_text(snapshot.model_dump_json(indent=2))
-    if history is not None and record and snapshot.reachable:
+    if opts.save_snapshot is not None:
+        opts.save_snapshot.write_text(snapshot.model_dump_json(indent=2))
+    if opts.history is not None and opts.record and snapshot.reachable:
         from kafka_health.history.store import HistoryStore
 
-        with quiet.progress(f"appending to {history}"):
-            result = HistoryStore(history).append(snapshot)
+        with quiet.progress(f"appending to {opts.history}"):
+            result = HistoryStore(opts.history).append(snapshot)
         if result.skipped:
             typer.secho(f"history: not appended ({result.skipped})", err=True)
 
+
+def _diagnose(
+    opts: DiagnoseOptions,
+    snapshot: ClusterSnapshot,
+    thresholds: Thresholds,
+    spark_session: Future[SparkSession],
+    see_log: str,
+) -> Diagnosis:
+    """The Spark checks; exit 3 naming the cause when they fail (a driver out of heap: raise
+    --spark-driver-memory)."""
     from kafka_health.diagnose import run_diagnosis
 
+    history = opts.history
     try:
         with quiet.progress("starting Spark"):
             spark = spark_session.result()
         with quiet.progress("diagnosing" + (f" (reading {history})" if history else "")):
-            diagnosis = run_diagnosis(snapshot, history, thresholds, spark)
+            return run_diagnosis(snapshot, history, thresholds, spark)
     except Exception as exc:  # Spark reports JVM and connection errors as many types
         from kafka_health_spark.session import OUT_OF_MEMORY_EXIT_CODE, driver_exit, lost_connection
 
@@ -239,11 +312,12 @@ def diagnose(  # noqa: C901, PLR0912, PLR0915
             ) from exc
         raise _fail(f"the diagnosis failed: {type(exc).__name__}: {exc}{see_log}") from exc
 
-    text = render(diagnosis, output, members)
-    if out is not None:
-        out.write_text(text)
-        typer.echo(f"{output.value} report written to {out}", err=True)
+
+def _write(opts: DiagnoseOptions, diagnosis: Diagnosis) -> None:
+    text = render(diagnosis, opts.output, opts.members)
+    if opts.out is not None:
+        opts.out.write_text(text)
+        typer.echo(f"{opts.output.value} report written to {opts.out}", err=True)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
-    raise typer.Exit(diagnosis.exit_code())
