@@ -1,37 +1,40 @@
-"""The cycle's Events as the handler posts them (issue 12, item 5): late news says when it is
+"""The cycle's Events as its report stage returns them for the handler to post (issue 12, item 5): late news says when it is
 from, SlowCycle is posted when cycles become slow and not once per slow cycle."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
-from kafka_health.controller import handlers
 from kafka_health.controller.cycle import PolicyWorker
+from kafka_health.controller.cycle_report import report_cycle
 from kafka_health.models.findings import Diagnosis, Finding, Severity, Subject, SubjectKind
 from kafka_health.models.policy import LastDiagnosis
 from kafka_health.models.reasons import EventReason
 from kafka_health.report import events
 from kafka_health.report.status import CycleOutcome
 
-INTERVAL = {"diagnostics": {"interval": "60s"}}
+INTERVAL = timedelta(seconds=60)  # spec.diagnostics.interval
 
 
 @pytest.fixture
-def posted(monkeypatch: pytest.MonkeyPatch) -> list[events.EventSpec]:
-    out: list[events.EventSpec] = []
-    monkeypatch.setattr(events, "post", lambda body, event: out.append(event))
-    return out
+def posted() -> list[events.EventSpec]:
+    return []
 
 
 def _worker() -> PolicyWorker:
     return PolicyWorker(runtime=None, namespace="ns", name="p")  # type: ignore[arg-type]
 
 
-def _cycle(worker: PolicyWorker, *, age_s: float, took_s: float, broker: int | None = 1) -> None:
+def _cycle(
+    worker: PolicyWorker,
+    posted: list[events.EventSpec],
+    *,
+    age_s: float,
+    took_s: float,
+    broker: int | None = 1,
+) -> None:
     """One cycle's report: a snapshot `age_s` old now, whose status said it took `took_s`."""
     taken_at = datetime.now(UTC) - timedelta(seconds=age_s)
     findings = []
@@ -45,16 +48,23 @@ def _cycle(worker: PolicyWorker, *, age_s: float, took_s: float, broker: int | N
             )
         )
     diagnosis = Diagnosis(cluster="c", taken_at=taken_at, findings=findings)
-    worker.last_reported = LastDiagnosis(
-        at=taken_at, duration_seconds=took_s, interval_seconds=60.0, slow=took_s > 60
+    written = LastDiagnosis(at=taken_at, duration_seconds=took_s, interval_seconds=60.0, slow=took_s > 60)
+    report = report_cycle(
+        worker.reported,
+        CycleOutcome(diagnosis=diagnosis),
+        written=written,
+        duration_s=took_s,
+        interval=INTERVAL,
+        now=datetime.now(UTC),
+        unix_now=0.0,
     )
-    body: Any = SimpleNamespace(spec=INTERVAL)
-    handlers._report(worker, body, CycleOutcome(diagnosis=diagnosis), took_s)
+    worker.reported = report.reported
+    posted.extend(report.events)
 
 
 def test_late_news_carries_its_time_and_is_not_new(posted: list[events.EventSpec]) -> None:
     worker = _worker()
-    _cycle(worker, age_s=140, took_s=140)
+    _cycle(worker, posted, age_s=140, took_s=140)
     slow = [e for e in posted if e.reason == EventReason.SLOW_CYCLE]
     news = [e for e in posted if e.reason != EventReason.SLOW_CYCLE]
     assert len(slow) == 1 and slow[0].type == "Warning"
@@ -66,7 +76,7 @@ def test_late_news_carries_its_time_and_is_not_new(posted: list[events.EventSpec
 
 def test_fresh_news_has_no_time(posted: list[events.EventSpec]) -> None:
     worker = _worker()
-    _cycle(worker, age_s=3, took_s=3)
+    _cycle(worker, posted, age_s=3, took_s=3)
     assert posted and all(not e.message.startswith("as of ") for e in posted)
     assert not any(e.reason == EventReason.SLOW_CYCLE for e in posted)
 
@@ -76,5 +86,5 @@ def test_slow_cycle_is_posted_on_the_change_only(posted: list[events.EventSpec])
     sequence = [(140, True), (150, False), (5, False), (90, True), (61, False)]
     for took, expect in sequence:
         posted.clear()
-        _cycle(worker, age_s=took, took_s=took, broker=None)
+        _cycle(worker, posted, age_s=took, took_s=took, broker=None)
         assert any(e.reason == EventReason.SLOW_CYCLE for e in posted) is expect, took

@@ -18,7 +18,6 @@ OVER_LIMIT_FOR_NOW = {
     "operator/kafka_health/testbed/podstandin.py",
     "operator/kafka_health/remediate/offset_reset.py",
     "operator/kafka_health/testbed/cluster.py",
-    "operator/kafka_health/controller/cycle.py",
     "operator/kafka_health/collect/admin_calls.py",
     "operator/kafka_health/collect/client_host.py",
 }
@@ -68,7 +67,6 @@ LOCAL_IMPORTS_FOR_NOW = {
     "kafka_health.cli.elect_cli",
     "kafka_health.cli.operator",
     "kafka_health.cli.remediation_cli",
-    "kafka_health.controller.cycle",
     "kafka_health.controller.runtime",
     "kafka_health.diagnose.class_archive",
 }

@@ -3,14 +3,10 @@ CLI table and the HTML report (pure: hand-built findings, no Spark, no Kafka).""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from types import SimpleNamespace
-from typing import Any
+from datetime import UTC, datetime, timedelta
 
-import pytest
-
-from kafka_health.controller import handlers
 from kafka_health.controller.cycle import PolicyWorker
+from kafka_health.controller.cycle_report import report_cycle
 from kafka_health.diagnose.from_policy import for_policy
 from kafka_health.diagnose.incidents import group_incidents
 from kafka_health.models.findings import Diagnosis, Finding, Severity
@@ -130,19 +126,24 @@ def test_json_carries_incidents_and_findings() -> None:
     assert data == d
 
 
-def test_the_cycle_handler_posts_per_incident_across_cycles(monkeypatch: pytest.MonkeyPatch) -> None:
-    """handlers._report, cycle after cycle: a stopped broker's many findings are one Event when
-    it stops, none while it stays, one when it is back; never a FindingAppeared."""
-    posted: list[events.EventSpec] = []
-    monkeypatch.setattr(events, "post", lambda body, event: posted.append(event))
+def test_the_cycle_handler_posts_per_incident_across_cycles() -> None:
+    """The cycle's report stage, cycle after cycle: a stopped broker's many findings are one
+    Event when it stops, none while it stays, one when it is back; never a FindingAppeared."""
     worker = PolicyWorker(runtime=None, namespace="ns", name="p")  # type: ignore[arg-type]
-    body: Any = SimpleNamespace(spec={"diagnostics": {"interval": "60s"}})
 
     def cycle(d: Diagnosis) -> list[tuple[str, str]]:
-        posted.clear()
         fresh = d.model_copy(update={"taken_at": datetime.now(UTC)})
-        handlers._report(worker, body, CycleOutcome(diagnosis=fresh), 1.0)
-        return [(e.reason, e.message.split(" ")[0]) for e in posted]
+        report = report_cycle(
+            worker.reported,
+            CycleOutcome(diagnosis=fresh),
+            written=None,
+            duration_s=1.0,
+            interval=timedelta(seconds=60),
+            now=datetime.now(UTC),
+            unix_now=0.0,
+        )
+        worker.reported = report.reported
+        return [(e.reason, e.message.split(" ")[0]) for e in report.events]
 
     assert cycle(diagnosis()) == []
     assert cycle(stopped_broker(partitions=12)) == [(EventReason.INCIDENT_OPENED, "broker_down:2")]

@@ -1,8 +1,10 @@
-"""Kopf handlers: thin wiring. Every decision lives in collect/diagnose/plan/report modules.
+"""Kopf handlers: glue. They schedule a policy's cycles, move each off the event loop in one
+hop (`asyncio.to_thread`, the loop's default executor) and apply what comes back (metrics,
+Events); the cycle itself is `controller/cycle.run_cycle`.
 
-One daemon per KafkaHealthPolicy runs its cycles every `spec.diagnostics.interval`; Kafka and
-Spark work runs in threads, so a slow or failing policy never blocks another; deleting a
-policy stops its daemon (Kopf holds a finalizer until the daemon has exited).
+One daemon per KafkaHealthPolicy runs its cycles every `spec.diagnostics.interval`, so a slow
+or failing policy never blocks another; deleting a policy stops its daemon (Kopf holds a
+finalizer until the daemon has exited).
 """
 
 from __future__ import annotations
@@ -11,24 +13,19 @@ import asyncio
 import json
 import logging
 import time
-from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import kopf
 
 from kafka_health.controller import credentials
 from kafka_health.controller import runtime as rt_mod
-from kafka_health.controller.cycle import PolicyWorker
-from kafka_health.k8s.client import K8sError
-from kafka_health.models.policy import GROUP, PLURAL, VERSION, parse_duration
-from kafka_health.models.reasons import EventReason
+from kafka_health.controller.act_context import OnEvent
+from kafka_health.controller.cycle import CycleGate, PolicyWorker, interval_seconds, remediate_now, run_cycle
+from kafka_health.controller.cycle_report import CycleReport
+from kafka_health.models.policy import GROUP, PLURAL, VERSION
 from kafka_health.report import events, metrics
-from kafka_health.report.freshness import Freshness, slow_cycle_event
 
 log = logging.getLogger(__name__)
-
-DEFAULT_INTERVAL_S = 60.0
 
 FINALIZER = f"{GROUP}/finalizer"
 """Held while a policy's daemon runs, so deleting the policy first stops its work."""
@@ -48,7 +45,6 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     )
     # Kopf's own per-handler Events are noise for users; ours say what changed in the cluster.
     settings.posting.level = logging.WARNING
-    settings.execution.max_workers = 16
     settings.watching.server_timeout = 300
     # Watching named namespaces needs no cluster-wide namespace/CRD scans (and so no
     # cluster-wide RBAC): Kopf finds the resource through API discovery instead.
@@ -74,13 +70,6 @@ async def drop_legacy_finalizer(body: kopf.Body, name: str, namespace: str | Non
         log.info("%s/%s: removed the legacy finalizer %s", namespace, name, LEGACY_FINALIZER)
 
 
-def _interval_seconds(spec: dict[str, Any]) -> float:
-    try:
-        return parse_duration(str(spec.get("diagnostics", {}).get("interval", "60s"))).total_seconds()
-    except Exception:
-        return DEFAULT_INTERVAL_S
-
-
 @kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=60.0)
 async def policy_daemon(
     stopped: kopf.DaemonStopped, body: kopf.Body, name: str, namespace: str | None, **_: Any
@@ -95,7 +84,7 @@ async def policy_daemon(
             started = time.monotonic()
             await run_one_cycle(worker, body, stopped)
             elapsed = time.monotonic() - started
-            await stopped.wait(max(1.0, _interval_seconds(dict(body.spec)) - elapsed))
+            await stopped.wait(max(1.0, interval_seconds(body.spec) - elapsed))
     finally:
         requests.cancel()
         stopper.cancel()
@@ -137,9 +126,7 @@ async def watch_requests(worker: PolicyWorker, body: kopf.Body, stopped: kopf.Da
     pause change), instead of at the end of the next diagnosis cycle: Kopf keeps `body` current,
     so a changed key is seen within a second. Diagnosis keeps its own schedule."""
     seen = request_key(body)
-
-    def on_event(type_: str, reason: str, message: str) -> None:
-        events.post(body, events.EventSpec(type_, reason, message))
+    on_event = _poster(body)
 
     while not stopped:
         await stopped.wait(REQUEST_POLL_S)
@@ -148,101 +135,63 @@ async def watch_requests(worker: PolicyWorker, body: kopf.Body, stopped: kopf.Da
             continue
         seen = key
         try:
-            await asyncio.to_thread(worker.remediate_now, dict(body.spec), on_event)
+            await asyncio.to_thread(remediate_now, worker, dict(body.spec), on_event)
         except Exception:
             log.exception("planning %s/%s after a spec change failed", worker.namespace, worker.name)
 
 
 async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.DaemonStopped) -> None:
-    """collect → diagnose in a thread, then report: status, Events, metrics."""
-    ns, name = worker.namespace, worker.name
-    started = time.monotonic()
-    cycle = asyncio.ensure_future(asyncio.to_thread(worker.run, dict(body.spec)))
+    """One cycle off the event loop in one hop (`controller/cycle.run_cycle` in a thread), and
+    what it reports applied here: metrics and Events."""
+    on_event = _poster(body)
+    gate = CycleGate()
+    cycle = asyncio.ensure_future(
+        asyncio.to_thread(
+            run_cycle,
+            worker,
+            dict(body.spec),
+            generation=body.meta.get("generation"),
+            on_event=on_event,
+            gate=gate,
+        )
+    )
     stopping = asyncio.ensure_future(stopped.wait())
     await asyncio.wait({cycle, stopping}, return_when=asyncio.FIRST_COMPLETED)
     stopping.cancel()
-    if stopped or not cycle.done():
-        # Deleted (or shutting down) mid-cycle: don't hold the deletion up for a slow cycle.
-        # The thread finishes on its own; its result is dropped and its connection closed.
+    if (stopped or not cycle.done()) and not gate.stop():
+        # Deleted (or shutting down) while the cycle still saw: don't hold the deletion up for a
+        # slow cycle. The thread finishes on its own; its result is dropped and its connection
+        # closed. A cycle already writing status and acting is awaited (its executors stop
+        # before their next step).
         worker.busy = True
         cycle.add_done_callback(lambda _: release(worker))
         return
-    outcome = cycle.result()
-    duration = time.monotonic() - started
+    report = await cycle
+    if report is not None:
+        apply_report(body, worker.namespace, worker.name, report)
+
+
+def _poster(body: kopf.Body) -> OnEvent:
+    """Posts Events about the policy (from any thread: Kopf queues them)."""
 
     def on_event(type_: str, reason: str, message: str) -> None:
         events.post(body, events.EventSpec(type_, reason, message))
 
-    top_n = int(body.spec.get("diagnostics", {}).get("topFindings", 10))
-    try:
-        outcome = await asyncio.to_thread(  # as reported: a roll's planned restarts applied
-            worker.finish_cycle,
-            dict(body.spec),
-            outcome,
-            generation=body.meta.get("generation"),
-            top_n=top_n,
-            on_event=on_event,
-        )
-    except K8sError as exc:
-        log.warning("cannot read %s/%s: %s", ns, name, exc)
-        return
-    _report(worker, body, outcome, duration)
+    return on_event
 
 
-def _report(worker: PolicyWorker, body: kopf.Body, outcome: Any, duration: float) -> None:
-    ns, name = worker.namespace, worker.name
-    diagnosis = outcome.diagnosis
-    result = "ok" if diagnosis is not None and outcome.problem is None else "problem"
-    metrics.CYCLE_SECONDS.labels(ns, name, result).observe(duration)
-    if outcome.problem is not None:
-        log.info("cycle %s/%s: %s in %.1fs", ns, name, outcome.problem.reason, duration)
-    elif diagnosis is not None:
-        log.info(
-            "cycle %s/%s: %d incidents, %d findings in %.1fs",
-            ns,
-            name,
-            len(diagnosis.incidents),
-            len(diagnosis.findings),
-            duration,
-        )
-    metrics.DEGRADED.labels(ns, name).set(1 if outcome.problem or outcome.remediation_blockers else 0)
-    if outcome.problem is not None:
-        if worker.finding_keys is None or "problem:" + outcome.problem.reason not in worker.finding_keys:
-            events.post(body, events.EventSpec("Warning", outcome.problem.reason, outcome.problem.message))
-        worker.finding_keys = {"problem:" + outcome.problem.reason}
-        return
-    if diagnosis is None:
-        return
-    metrics.LAST_SUCCESS.labels(ns, name).set(time.time())
-    metrics.HEALTHY.labels(ns, name).set(1 if diagnosis.exit_code() == 0 else 0)
-    metrics.remove_series([metrics.FINDINGS], ns, name)
-    counts: dict[tuple[str, str], int] = {}
-    for f in diagnosis.findings:
-        counts[(f.check, f.severity.value)] = counts.get((f.check, f.severity.value), 0) + 1
-    for (check, severity), n in counts.items():
-        metrics.FINDINGS.labels(ns, name, check, severity).set(n)
-    previous = {k for k in (worker.finding_keys or set()) if not k.startswith("problem:")}
-    recovered = worker.finding_keys is not None and any(k.startswith("problem:") for k in worker.finding_keys)
-    interval = timedelta(seconds=_interval_seconds(dict(body.spec)))
-    fresh = Freshness(diagnosis.taken_at, datetime.now(UTC), interval)
-    # worker.finding_keys holds the ids of the incidents posted (and "problem:<reason>").
-    to_post, worker.finding_keys = events.incident_events(
-        previous if worker.finding_keys is not None else None, diagnosis, late=fresh.late
-    )
-    if recovered:
-        to_post.insert(
-            0,
-            events.EventSpec("Normal", EventReason.RECOVERED, "The cluster is readable and diagnosed again."),
-        )
-    # News from a snapshot older than one interval says so (report/freshness.py).
-    to_post = [replace(event, message=fresh.news(event.message)) for event in to_post]
-    reported = worker.last_reported
-    if reported is not None and reported.slow is not None and reported.duration_seconds is not None:
-        slow_event = slow_cycle_event(
-            worker.slow, timedelta(seconds=reported.duration_seconds), interval, diagnosis.taken_at
-        )
-        worker.slow = reported.slow
-        if slow_event is not None:
-            to_post.insert(0, slow_event)
-    for event in to_post:
+def apply_report(body: Any, namespace: str, name: str, report: CycleReport) -> None:
+    """The cycle's metric updates and Events, applied."""
+    m = report.metrics
+    metrics.CYCLE_SECONDS.labels(namespace, name, m.result).observe(m.duration_s)
+    metrics.DEGRADED.labels(namespace, name).set(1 if m.degraded else 0)
+    if m.diagnosed_at is not None:
+        metrics.LAST_SUCCESS.labels(namespace, name).set(m.diagnosed_at)
+    if m.healthy is not None:
+        metrics.HEALTHY.labels(namespace, name).set(1 if m.healthy else 0)
+    if m.findings is not None:
+        metrics.remove_series([metrics.FINDINGS], namespace, name)
+        for (check, severity), n in m.findings.items():
+            metrics.FINDINGS.labels(namespace, name, check, severity).set(n)
+    for event in report.events:
         events.post(body, event)

@@ -32,11 +32,16 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.collect.snapshot import collect_snapshot
+from kafka_health.controller.act_context import ActContext, OnEvent, Stopped
 from kafka_health.controller.cluster_lease import ClusterLease, LeaseLost
+from kafka_health.controller.remediation import act, decide, locked_status
+from kafka_health.controller.runtime import Runtime
 from kafka_health.k8s.client import K8sError
+from kafka_health.models.findings import Diagnosis
 from kafka_health.models.policy import (
     ActionType,
     CurrentRemediation,
@@ -52,8 +57,7 @@ from kafka_health.plan import Decision, PolicyRef, Verdict, cluster_key
 from kafka_health.remediate.rolling_restart import Step
 from kafka_health.report.status import merge_remediation, status_patch
 
-if TYPE_CHECKING:
-    from kafka_health.controller.cycle import PolicyWorker
+__all__ = ["POLL_SECONDS", "RollDriver", "RollHost", "Stopped"]
 
 log = logging.getLogger(__name__)
 
@@ -75,17 +79,35 @@ _WAITS = frozenset(
 )
 
 
-class Stopped(Exception):
-    """The policy's work stopped (deleted, operator shutting down): leave mid-wait, touch nothing."""
+class RollHost(Protocol):
+    """What the driver needs of the policy it rolls for (the policy's worker between cycles):
+    the clients, the lock its status writes share with the cycles, the last diagnosis, and the
+    broker pods' readiness read live."""
 
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def cluster_name(self) -> str: ...
+    @property
+    def admin(self) -> KafkaAdmin | None: ...
+    @property
+    def last_snapshot(self) -> ClusterSnapshot | None: ...
+    @property
+    def last_diagnosis(self) -> Diagnosis | None: ...
+    @property
+    def status_lock(self) -> threading.RLock: ...
 
-OnEvent = Callable[[str, str, str], None]
+    def broker_pods_ready(self, spec: KafkaHealthPolicySpec) -> dict[int, bool] | None: ...
 
 
 class RollDriver:
     """One policy's roll in flight, driven in its own thread until it ends or is held."""
 
-    def __init__(self, worker: PolicyWorker, on_event: OnEvent, clock: Callable[[], datetime] | None = None):
+    def __init__(self, worker: RollHost, on_event: OnEvent, clock: Callable[[], datetime] | None = None):
         self.worker = worker
         self.on_event = on_event
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -204,7 +226,7 @@ class RollDriver:
                 self._act(
                     *first,
                     metadata=dict(stored.get("metadata") or {}),
-                    raw_spec=stored.get("spec") or {},
+                    spec=parse_spec(stored.get("spec") or {}),
                     snapshot=w.last_snapshot,
                 )
             while not self.stopping.is_set() and self._turn():
@@ -225,8 +247,6 @@ class RollDriver:
 
     def _turn(self) -> bool:
         """One decision on live state and what it calls for; False when the driver is done."""
-        from kafka_health.controller.remediation import decide
-
         w = self.worker
         stored = w.runtime.k8s.read_policy(w.namespace, w.name)
         if stored is None:
@@ -273,7 +293,7 @@ class RollDriver:
             decision,
             new_status,
             metadata=metadata,
-            raw_spec=stored.get("spec") or {},
+            spec=spec,
             snapshot=snapshot,
         )
         current_after = after.current_remediation
@@ -295,8 +315,6 @@ class RollDriver:
     ) -> bool:
         """Take or renew the cluster's Lease for this roll; False when someone else holds it
         (another policy: ClusterLocked in status; another replica of this policy: nothing written)."""
-        from kafka_health.controller.remediation import locked_status
-
         policy = PolicyRef.from_metadata(metadata)
         lease = self._lease_for(spec, snapshot, policy, current.action, current.id, current.plan_id)
         held = lease.acquire()
@@ -315,16 +333,13 @@ class RollDriver:
         status: KafkaHealthPolicyStatus,
         *,
         metadata: dict[str, Any],
-        raw_spec: dict[str, Any],
+        spec: KafkaHealthPolicySpec,
         snapshot: ClusterSnapshot | None,
     ) -> KafkaHealthPolicyStatus:
-        from kafka_health.controller.remediation import ActContext, act
-
         w = self.worker
         admin = w.admin
         if admin is None:
             return status
-        spec = parse_spec(raw_spec)
         policy = PolicyRef.from_metadata(metadata)
         what = decision.action or status.current_remediation
         assert what is not None
