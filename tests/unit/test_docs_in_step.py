@@ -1,15 +1,14 @@
 """The docs stay in step with the repository: every relative link leads to a file (and heading)
-that exists, nothing cites a path outside the repository, and the Python signatures the docs
-quote are the code's.
+that exists, nothing cites a path outside the repository, the Python signatures the docs quote
+are the code's, and the README's Layout names every package and top-level folder.
 
-The signature convention (docs/design.md, "Docs in step"): a fenced ```python block whose first
-line is a comment naming a module (`# kafka_health.remediate.leader_election`) and whose body is
-`def` lines ending in `...` quotes those functions of that module; each must equal the real
-one: the same parameters in order, of the same kinds, with the same defaults and annotations
-(as source text), and the same return annotation. A backticked call-like span in prose,
-`name(a, b=None)`, naming a public function defined once in the packages is an abbreviation:
-each parameter it names must be one of the real function's.
-"""
+The signature convention (README, "House rules"): a fenced ```python block whose first line is a
+comment naming a module (`# kafka_health.remediate.leader_election`) and whose body is `def`
+lines ending in `...` quotes those functions of that module; each must equal the real one: the
+same parameters in order, of the same kinds, with the same defaults and annotations (as source
+text), and the same return annotation. A backticked call-like span in prose, `name(a, b=None)`,
+naming a public function defined once in the packages is an abbreviation: each parameter it
+names must be one of the real function's."""
 
 from __future__ import annotations
 
@@ -217,3 +216,34 @@ def test_an_abbreviated_signature_names_only_real_parameters() -> None:
             wrong.add(f"{doc.relative_to(ROOT)}: {name}({params}): {sorted(extra)} not in {source.name}")
     assert len(quotes) >= 5
     assert wrong == set()
+
+
+def readme_layout() -> set[str]:
+    """The directories the README's Layout block names, as paths from the repository root."""
+    section = (ROOT / "README.md").read_text().split("\n## Layout", 1)[1]
+    block = section.split("```", 2)[1]
+    named, parent = set(), ""
+    for line in block.splitlines():
+        if match := re.match(r"^(\s*)([\w./-]+/)\s", line + " "):
+            path = match[2].rstrip("/")
+            parent = path if not match[1] else parent
+            named.add(f"{parent}/{path}" if match[1] else path)
+    return named
+
+
+def test_the_readme_layout_names_every_package_and_top_level_folder() -> None:
+    named = readme_layout()
+    packages = {
+        str(d.relative_to(ROOT))
+        for package in PACKAGES
+        for d in package.iterdir()
+        if d.is_dir() and not d.name.startswith("__")
+    }
+    folders = {
+        d.name
+        for d in ROOT.iterdir()
+        if d.is_dir() and not d.name.startswith(".") and not d.name.endswith(".egg-info")
+    } - {"operator", "spark"}
+    assert packages - named == set()
+    assert folders - named == set()
+    assert {p for p in named if "/" in p} <= packages | {str(p.relative_to(ROOT)) for p in PACKAGES}
