@@ -1,6 +1,7 @@
 """The docs stay in step with the repository: every relative link leads to a file (and heading)
-that exists, nothing cites a path outside the repository, the Python signatures the docs quote
-are the code's, and the README's Layout names every package and top-level folder.
+that exists, every repository file a doc names in backticks exists, nothing cites a path outside
+the repository, the Python signatures the docs quote are the code's, and the README's Layout
+names every package and top-level folder.
 
 The signature convention (README, "House rules"): a fenced ```python block whose first line is a
 comment naming a module (`# kafka_health.remediate.leader_election`) and whose body is `def`
@@ -247,3 +248,21 @@ def test_the_readme_layout_names_every_package_and_top_level_folder() -> None:
     assert packages - named == set()
     assert folders - named == set()
     assert {p for p in named if "/" in p} <= packages | {str(p.relative_to(ROOT)) for p in PACKAGES}
+
+
+# A dated log: a file it names may have moved since (its entries are kept as written).
+DATED = {"performance-log.md"}
+NAMED_FILE = re.compile(r"`([\w.-]+(?:/[\w.-]+)+\.(?:py|md|yaml|sh|java|json|j2|toml))(?:::[\w\[\]-]+)?`")
+# Where a doc's file names start: the repository, the two packages' roots, tests/.
+BASES = (ROOT, *PACKAGES, ROOT / "operator", ROOT / "spark", ROOT / "docs", ROOT / "tests")
+
+
+def test_every_repository_file_a_doc_names_exists() -> None:
+    wrong = {
+        f"{doc.relative_to(ROOT)}: {name}"
+        for doc in DOCS
+        if doc.name not in DATED
+        for name in NAMED_FILE.findall(doc.read_text())
+        if not any((base / name).exists() for base in BASES)
+    }
+    assert wrong == set()
