@@ -1,0 +1,308 @@
+"""The candidates: each action that could run now, with its plan and what holds it back.
+
+In priority order: requested rolling restarts, requested offset resets, then preferred leader
+election (requested by annotation, or automatic when the live leader imbalance is over the
+threshold). Which one runs is `kafka_health.plan.choose`'s business.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import TypeAdapter, ValidationError
+
+from kafka_health.models.policy import (
+    ANNOTATION_ELECT_LEADERS,
+    ANNOTATION_ROLLING_RESTART,
+    ActionType,
+    OffsetResetRequest,
+    RequestId,
+    RequestState,
+    RollingRestartRequest,
+    WithheldAction,
+    WithheldReason,
+)
+from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health.plan.approval import plan_id
+from kafka_health.plan.decision import PlannedAction, RestartStep
+from kafka_health.plan.hold import Hold
+from kafka_health.plan.leader_election_plan import ElectionPlan, imbalance_exceeds, plan_preferred_election
+from kafka_health.plan.offset_reset_plan import plan_offset_reset, resolve_partitions, target_timestamp
+from kafka_health.plan.plan_context import (
+    MAX_DETAILS,
+    Candidate,
+    PlanContext,
+    election_request,
+    holds_for,
+    next_broker_safety,
+    observing,
+    refuses_never_safe,
+    restart_requests,
+    snapshot_usable,
+)
+from kafka_health.plan.restart_safety import (
+    NeverSafeVerdict,
+    controller_only_nodes,
+    describe_order,
+    never_safe_verdict,
+)
+
+_REQUEST_ID: TypeAdapter[str] = TypeAdapter(RequestId)
+
+
+def timestamp_lookups(ctx: PlanContext) -> dict[str, tuple[datetime, list[tuple[str, int]]]]:
+    """Per pending toDatetime/byDuration offset reset: the time and the partitions whose offsets
+    for that time the caller must look up (ListOffsets) and pass in `offsets_for_times`."""
+    out: dict[str, tuple[datetime, list[tuple[str, int]]]] = {}
+    if ctx.snapshot is None:
+        return out
+    results = {r.id: r for r in ctx.status.offset_resets or []}
+    for request in ctx.spec.remediation.offset_resets.requests or []:
+        result = results.get(request.id)
+        if result is not None and result.state.terminal:
+            continue
+        ts = target_timestamp(request, ctx.now)
+        if ts is not None:
+            partitions, _ = resolve_partitions(request, ctx.snapshot)
+            out[request.id] = (ts, partitions)
+    return out
+
+
+def _restart_brokers(
+    ctx: PlanContext, snapshot: ClusterSnapshot, request: RollingRestartRequest
+) -> tuple[list[int], Hold | None]:
+    """The nodes the request restarts, or why it names nodes this policy cannot restart."""
+    controllers = controller_only_nodes(snapshot)
+    known = {b.id for b in snapshot.brokers}
+    if ctx.spec.cluster.controller_pods is not None:
+        known |= controllers
+    brokers = sorted(request.brokers) if request.brokers else sorted(known)
+    unpodded = [b for b in brokers if b in controllers and b not in known]
+    if unpodded:
+        return brokers, Hold(
+            WithheldReason.INVALID_REQUEST,
+            f"node(s) {', '.join(map(str, unpodded))} are dedicated controllers: set "
+            "spec.cluster.controllerPods to restart them",
+        )
+    unknown = [b for b in brokers if b not in known]
+    if unknown:
+        return brokers, Hold(
+            WithheldReason.INVALID_REQUEST, f"broker(s) {', '.join(map(str, unknown))} not in the cluster"
+        )
+    return brokers, None
+
+
+def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> Candidate:
+    action = ActionType.ROLLING_RESTART
+    holds = holds_for(ctx, action)
+    cand = Candidate(action, request.id, holds)
+    if ctx.spec.cluster.broker_pods is None:
+        holds.append(
+            Hold(WithheldReason.INVALID_REQUEST, "spec.cluster.brokerPods is required to restart brokers")
+        )
+    snapshot = ctx.snapshot
+    if observing(ctx) or snapshot is None or not snapshot_usable(holds):
+        return cand
+    brokers, invalid = _restart_brokers(ctx, snapshot, request)
+    if invalid is not None:
+        holds.append(invalid)
+        return cand
+    # The never-safe rule: the same decision as the CLI's `kafka-health restart --never-safe`.
+    verdict = never_safe_verdict(snapshot, brokers, refuse=refuses_never_safe(ctx))
+    if verdict.refused:
+        holds.append(
+            Hold(
+                WithheldReason.NEVER_SAFE_PARTITIONS,
+                verdict.refusal("set spec.remediation.rollingRestart.neverSafePartitions: Proceed"),
+            )
+        )
+        return cand
+    cand.planned = _restart_plan(ctx, snapshot, request, brokers, verdict, holds)
+    return cand
+
+
+def _restart_plan(
+    ctx: PlanContext,
+    snapshot: ClusterSnapshot,
+    request: RollingRestartRequest,
+    brokers: list[int],
+    verdict: NeverSafeVerdict,
+    holds: list[Hold],
+) -> PlannedAction:
+    """The roll's plan: its order, what each broker waits for, and whether the first may go now."""
+    never_safe = verdict.partitions
+    order, safety = next_broker_safety(ctx, snapshot, brokers, holds)
+    rr = ctx.spec.remediation.rolling_restart
+    details = [
+        f"order: {describe_order(snapshot, order)} (one at a time; dedicated controllers first, the "
+        "active one last of them; then brokers: non-voters, combined voters, the active controller last)",
+        f"after each: pod Ready ({rr.timeouts.pod_ready}), broker registered ({rr.timeouts.broker_registered}), "
+        f"under-replicated partitions 0 ({rr.timeouts.urp_zero}); pause {rr.pause_between_brokers}",
+    ]
+    if never_safe:
+        details.append(verdict.proceeding("neverSafePartitions: Proceed"))
+    if rr.post_roll_preferred_election:
+        details.append("then: preferred leader election for the restarted brokers")
+    return PlannedAction(
+        action=ActionType.ROLLING_RESTART,
+        id=request.id,
+        plan_id=plan_id("roll", {"id": request.id, "brokers": brokers}, ctx.status.history),
+        summary=f"rolling restart {request.id}: brokers {', '.join(map(str, order))}",
+        details=details,
+        restart=RestartStep(
+            request_id=request.id,
+            order=order,
+            next_broker=order[0],
+            safety=safety,
+            post_roll_election=rr.post_roll_preferred_election,
+            never_safe=never_safe[:100],
+            never_safe_count=len(never_safe),
+        ),
+    )
+
+
+def _offset_candidate(ctx: PlanContext, request: OffsetResetRequest) -> Candidate:
+    action = ActionType.OFFSET_RESET
+    holds = holds_for(ctx, action, group=request.group)
+    cand = Candidate(action, request.id, holds, offset_request=request)
+    snapshot = ctx.snapshot
+    if observing(ctx) or snapshot is None or not snapshot_usable(holds):
+        return cand
+    reset = plan_offset_reset(
+        request, snapshot, now=ctx.now, offsets_for_times=ctx.offsets_for_times.get(request.id)
+    )
+    if reset.problems:
+        holds.append(Hold(WithheldReason.INVALID_REQUEST, "; ".join(reset.problems[:5])))
+    if reset.missing:
+        holds.append(Hold(WithheldReason.SNAPSHOT_INCOMPLETE, "not read: " + "; ".join(reset.missing[:5])))
+    cand.planned = PlannedAction(
+        action=action,
+        id=request.id,
+        plan_id=plan_id(
+            "reset", request.model_dump(mode="json", by_alias=True, exclude_none=True), ctx.status.history
+        ),
+        summary=f"reset offsets of group {request.group} ({request.strategy}) on {len(reset.entries)} partition(s)",
+        details=reset.lines()[:MAX_DETAILS],
+        offset_reset=reset,
+    )
+    return cand
+
+
+def _election_candidate(ctx: PlanContext, withheld: list[WithheldAction]) -> Candidate | None:
+    action = ActionType.PREFERRED_LEADER_ELECTION
+    ple = ctx.spec.remediation.preferred_leader_election
+    requested = election_request(ctx)
+    snapshot = ctx.snapshot
+    holds = holds_for(ctx, action)
+    if not snapshot_usable(holds) or snapshot is None:
+        # Without a readable cluster nobody knows whether an election is due; report requests only.
+        return Candidate(action, requested, holds) if requested else None
+    over, worst, percent = imbalance_exceeds(snapshot, ple.imbalance_threshold)
+    automatic = ple.enabled and over
+    if not (automatic or requested):
+        return None
+    election = plan_preferred_election(snapshot, batch_size=ple.batch_size)
+    why = (
+        f"requested by annotation ({requested})"
+        if requested
+        else f"{percent:.0f}% of the partitions that prefer broker {worst} are led by another broker "
+        f"(threshold {ple.imbalance_threshold}%)"
+    )
+    if election.empty:
+        withheld.append(_nothing_to_elect(requested, why, election))
+        return None
+    return Candidate(action, requested, holds, planned=_election_plan(ctx, requested, why, election))
+
+
+def _nothing_to_elect(requested: str | None, why: str, election: ElectionPlan) -> WithheldAction:
+    reasons = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(election.not_electable.items()))
+    return WithheldAction(
+        action=ActionType.PREFERRED_LEADER_ELECTION,
+        id=requested,
+        reason=WithheldReason.NOTHING_TO_DO,
+        message=f"{why}, but no partition can be elected now" + (f" ({reasons})" if reasons else ""),
+    )
+
+
+def _election_plan(
+    ctx: PlanContext, requested: str | None, why: str, election: ElectionPlan
+) -> PlannedAction:
+    details = [f"batch {i + 1}: " + ", ".join(map(str, batch)) for i, batch in enumerate(election.batches)]
+    findings = [
+        f
+        for f in (ctx.diagnosis.findings if ctx.diagnosis else [])
+        if f.remediation == "preferred_leader_election"
+    ]
+    if findings:
+        details.insert(0, f"diagnosis: {len(findings)} finding(s) suggest it, e.g. {findings[0].message}")
+    return PlannedAction(
+        action=ActionType.PREFERRED_LEADER_ELECTION,
+        id=requested,
+        plan_id=plan_id("ple", {"partitions": [str(tp) for tp in election.partitions]}, ctx.status.history),
+        summary=f"elect preferred leaders of {len(election.partitions)} partition(s) in "
+        f"{len(election.batches)} batch(es): {why}",
+        details=details[:MAX_DETAILS],
+        election=election,
+    )
+
+
+def invalid_annotation_requests(ctx: PlanContext) -> list[WithheldAction]:
+    """An annotation whose value is not a valid request id: withheld as InvalidRequest."""
+    out = []
+    for key, action in (
+        (ANNOTATION_ROLLING_RESTART, ActionType.ROLLING_RESTART),
+        (ANNOTATION_ELECT_LEADERS, ActionType.PREFERRED_LEADER_ELECTION),
+    ):
+        value = ctx.policy.annotations.get(key, "").strip()
+        if not value:
+            continue
+        try:
+            _REQUEST_ID.validate_python(value)
+        except ValidationError:
+            out.append(
+                WithheldAction(
+                    action=action,
+                    id=None,
+                    reason=WithheldReason.INVALID_REQUEST,
+                    message=f"annotation {key}={value!r} is not a valid request id: lower-case letters, "
+                    "digits, '-', '.', '_' (at most 63)",
+                )
+            )
+    return out
+
+
+def candidates(ctx: PlanContext, withheld: list[WithheldAction]) -> list[Candidate]:
+    """Every action that could run now, in priority order (a due election with nothing to elect
+    is added to `withheld` instead)."""
+    out: list[Candidate] = []
+    restarts = {r.id: r for r in ctx.status.rolling_restarts or []}
+    for request in restart_requests(ctx):
+        result = restarts.get(request.id)
+        if result is not None and result.state.terminal:
+            continue
+        if result is not None and result.state is RequestState.RUNNING:
+            out.append(Candidate(ActionType.ROLLING_RESTART, request.id, [_orphaned(request.id)]))
+            continue
+        out.append(_restart_candidate(ctx, request))
+    resets = {r.id: r for r in ctx.status.offset_resets or []}
+    for reset in ctx.spec.remediation.offset_resets.requests or []:
+        reset_result = resets.get(reset.id)
+        if reset_result is not None and reset_result.state.terminal:
+            continue
+        if reset_result is not None and reset_result.state is RequestState.RUNNING:
+            out.append(Candidate(ActionType.OFFSET_RESET, reset.id, [_orphaned(reset.id)]))
+            continue
+        out.append(_offset_candidate(ctx, reset))
+    election = _election_candidate(ctx, withheld)
+    if election is not None:
+        out.append(election)
+    return out
+
+
+def _orphaned(request_id: str) -> Hold:
+    """Running in status but not in flight: it may have acted; never repeat it automatically."""
+    return Hold(
+        WithheldReason.INVALID_REQUEST,
+        f"request {request_id} is recorded as Running but no action is in flight; it may have been applied, "
+        "so it is not repeated: check its result and commit a new id to run it again",
+    )
