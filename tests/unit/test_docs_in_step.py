@@ -1,7 +1,7 @@
 """The docs stay in step with the repository: every relative link leads to a file (and heading)
 that exists, every repository file a doc names in backticks exists, nothing cites a path outside
 the repository, the Python signatures the docs quote are the code's, and the README's Layout
-names every package and top-level folder.
+names every package and top-level folder; docs/design.md states the import layers of pyproject.toml.
 
 The signature convention (README, "House rules"): a fenced ```python block whose first line is a
 comment naming a module (`# kafka_health.remediate.leader_election`) and whose body is `def`
@@ -17,6 +17,7 @@ import ast
 import importlib
 import inspect
 import re
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -266,3 +267,13 @@ def test_every_repository_file_a_doc_names_exists() -> None:
         if not any((base / name).exists() for base in BASES)
     }
     assert wrong == set()
+
+
+def test_the_design_map_states_the_import_layers_of_pyproject() -> None:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c.get("id") == "layers")
+    section = (ROOT / "docs" / "design.md").read_text().split("\n## Layers", 1)[1]
+    block = section.split("```", 2)[1]
+    assert [line.strip() for line in block.strip().splitlines()] == [
+        " ".join(layer.split()) for layer in layers
+    ]
