@@ -1,15 +1,14 @@
-"""The Kafka admin calls themselves, run inside the client host process (`client_host`).
+"""The Kafka admin calls themselves (`admin_api.AdminApi`), run inside the client host process.
 
 This is the code that links librdkafka (confluent-kafka) and kafka-python. The operator never
 runs it in its own process: `kafka_admin.KafkaAdmin` forwards each call to an `AdminCalls`
-object living in the supervised child process, so a native crash in a client library costs
-one retried call instead of the operator (see `client_host` and docs/kafka-client.md).
+object living in the supervised child process (`client_host`), so a native crash in a client
+library costs one retried call instead of the operator (see docs/kafka-client.md). What each
+call returns is documented once, in `admin_api`; here is how it is made (`_do_<call>`).
 
 confluent-kafka (librdkafka) does almost everything; kafka-python is used only for what
 confluent-kafka lacks in Python: log-dir sizes, the KRaft metadata quorum, and broker
-registrations including fenced brokers. Calls return typed values; a call that fails as a
-whole raises `AdminCallError`; calls over many items (topics, partitions, groups, brokers)
-return a `Partial` that keeps the per-item errors, so callers can say exactly what is missing.
+registrations including fenced brokers (`kafka_python`).
 
 Timeouts: librdkafka gets `request_timeout` *and* every future is bounded with `wait()` (in
 confluent-kafka 2.16.1 `elect_leaders` rejects `request_timeout`/`operation_timeout`, so
@@ -44,8 +43,9 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
 from kafka_health.collect import logs, parse, security_errors
+from kafka_health.collect.admin_api import AdminApi
 from kafka_health.collect.connection import ConnectionConfig, redact
-from kafka_health.collect.kafka_python import MIN_PER_NODE, KafkaPython, ask_answering_node
+from kafka_health.collect.kafka_python import MIN_PER_NODE, KafkaPython, describe_metadata_quorum, log_dirs
 from kafka_health.collect.results import (
     ZOOKEEPER_MODE,
     AdminCallError,
@@ -65,49 +65,6 @@ __all__ = ["AdminCalls"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-
-_DESCRIBE_QUORUM_API_KEY = 55
-
-
-def _describe_metadata_quorum(kp: Any, per_node: float) -> Any:
-    """kafka-python's DescribeQuorum, asked of the brokers in turn (`ask_answering_node`) and
-    shaped as its `describe_metadata_quorum` returns it; None when the broker's ApiVersions does
-    not list that API at all (a ZooKeeper-mode broker; kafka-python checks ApiVersions before
-    sending)."""
-    from kafka.errors import IncompatibleBrokerVersion, for_code
-    from kafka.protocol.admin import DescribeQuorumRequest
-
-    if not hasattr(kp, "_manager"):  # a stand-in client in unit tests
-        ask = kp.describe_metadata_quorum
-    else:
-
-        def ask() -> Any:
-            topic = DescribeQuorumRequest.TopicData
-            request = DescribeQuorumRequest(
-                topics=[
-                    topic(
-                        topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)]
-                    )
-                ]
-            )
-            response = ask_answering_node(kp, request, per_node)
-            error = for_code(response.error_code)
-            if error.errno != 0:
-                raise error(response.error_message or "")
-            result = response.to_dict()
-            for t in result["topics"]:
-                for p in t["partitions"]:
-                    code, message = p.pop("error_code"), p.pop("error_message", None)
-                    p["error"] = str(for_code(code)(message)) if code else None
-            return result
-
-    try:
-        return ask()
-    except IncompatibleBrokerVersion:
-        if _DESCRIBE_QUORUM_API_KEY in {int(key) for key in kp.api_versions()}:
-            raise  # listed, only no version in common: not the ZooKeeper case
-        return None
 
 
 _LEADER_MOVED = frozenset(
@@ -135,13 +92,9 @@ def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
         yield items[start : start + size]
 
 
-class AdminCalls:
+class AdminCalls(AdminApi):
     """Admin access to one cluster, in the process that runs the client libraries. Thread-safe;
-    `KafkaAdmin` (in the operator's process) is its only user and has the same methods."""
-
-    OFFSETS_BATCH = 10_000
-    CONFIGS_BATCH = 500
-    GROUPS_BATCH = 100
+    `KafkaAdmin` (in the operator's process) is its only user."""
 
     def __init__(
         self,
@@ -149,11 +102,7 @@ class AdminCalls:
         *,
         timeouts: Timeouts | None = None,
     ) -> None:
-        self.connection = (
-            connection if isinstance(connection, ConnectionConfig) else ConnectionConfig.from_dict(connection)
-        )
-        self.timeouts = timeouts or Timeouts()
-        self._secrets = self.connection.secrets
+        super().__init__(connection, timeouts=timeouts)
         logs.SECRETS.add(self._secrets)
         # Connection errors from librdkafka's error callback (served by poll): (when, code, text),
         # read when a metadata call fails to say why (authentication, TLS, protocol).
@@ -208,15 +157,6 @@ class AdminCalls:
         if self._admin is not None:
             self._admin.poll(0)
 
-    def reason(self, exc: object) -> str:
-        """A short, secret-free description of a client error (exception or KafkaError)."""
-        err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
-        if isinstance(err, KafkaError):
-            text = f"{err.name()}: {err.str()}"
-        else:
-            text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-        return redact(security_errors.kafka_key_names(text), self._secrets)
-
     def _gather(
         self, futures: Mapping[K, Future[Any]], timeout: float, *, librdkafka: bool = True
     ) -> Partial[K, Any]:
@@ -255,11 +195,24 @@ class AdminCalls:
         value: T = result.values[call]
         return value
 
-    # ------------------------------------------------------------------ confluent-kafka
-    def metadata(self) -> ClusterMetadata:
-        """Brokers, topics and partitions (leader, replicas, ISR) in one Metadata request.
+    # ------------------------------------------------------------------ how a call is run
+    def _read_whole(self, method: str, *args: Any) -> Any:
+        return self._run(method, *args)
 
-        librdkafka keeps sending to a broker whose connection is up, even when its process is
+    def _read_each(self, method: str, keys: list[K], *args: Any) -> Partial[K, Any]:
+        result: Partial[K, Any] = self._run(method, keys, *args)
+        return result
+
+    def _write(self, method: str, *args: Any) -> Any:
+        return self._run(method, *args)
+
+    def _run(self, method: str, *args: Any) -> Any:
+        """In this process every call is made at once, by its `_do_<call>` method."""
+        return getattr(self, f"_do_{method}")(*args)
+
+    # ------------------------------------------------------------------ confluent-kafka
+    def _do_metadata(self) -> ClusterMetadata:
+        """librdkafka keeps sending to a broker whose connection is up, even when its process is
         frozen (GC pause, SIGSTOP); a new client only uses brokers that complete the handshake.
         So the second half of the budget goes to a fresh client, which then replaces this one.
         """
@@ -303,10 +256,9 @@ class AdminCalls:
             md.cluster_id, controller, sorted(brokers, key=lambda b: b.id), partitions, topic_errors
         )
 
-    def topic_configs(self, topics: Iterable[str]) -> Partial[str, dict[str, str | None]]:
-        """Effective values of `parse.TOPIC_CONFIG_KEYS` per topic (broker defaults included)."""
+    def _do_topic_configs(self, topics: list[str]) -> Partial[str, dict[str, str | None]]:
         futures: dict[str, Future[Any]] = {}
-        for chunk in _chunks(sorted(set(topics)), self.CONFIGS_BATCH):
+        for chunk in _chunks(topics, self.CONFIGS_BATCH):
             resources = [ConfigResource(ResourceType.TOPIC, t) for t in chunk]
             for res, fut in self.client.describe_configs(
                 resources, request_timeout=self.timeouts.request
@@ -320,29 +272,12 @@ class AdminCalls:
             }
         return out
 
-    def describe_topics(self, topics: Iterable[str]) -> Partial[str, int]:
-        """Named topics as Kafka describes them (DescribeTopics; a Metadata request for these names
-        that never creates a topic): values the partition count, errors per topic ("CODE: text").
-        Unlike the Metadata of all topics, which leaves out what the principal may not DESCRIBE,
-        a named topic is answered: TOPIC_AUTHORIZATION_FAILED when not authorized,
-        UNKNOWN_TOPIC_OR_PART when it does not exist."""
-        names = sorted(set(topics))
-        if not names:
-            return Partial()
+    def _do_describe_topics(self, names: list[str]) -> Partial[str, int]:
         futures = self.client.describe_topics(TopicCollection(names), request_timeout=self.timeouts.request)
         raw = self._gather(futures, self.timeouts.request)
         return Partial(values={t: len(d.partitions) for t, d in raw.values.items()}, errors=raw.errors)
 
-    def list_offsets(
-        self, partitions: Iterable[TopicPartitionKey]
-    ) -> Partial[TopicPartitionKey, PartitionOffsets]:
-        """Earliest (log start) and latest (log end) offsets, in batches sent together.
-
-        Partitions whose answer was a retriable error (NOT_LEADER_OR_FOLLOWER,
-        UNKNOWN_LEADER_EPOCH: their leader moved while the request was on its way, as it does on
-        every broker a roll restarts) are asked once more, so a leader change is not reported as
-        an unreadable part; a second failure is."""
-        keys = sorted(set(partitions))
+    def _do_list_offsets(self, keys: list[TopicPartitionKey]) -> Partial[TopicPartitionKey, PartitionOffsets]:
         both = self._offset_futures(keys)
         raw = self._gather(both, self.timeouts.request)
         again = sorted({k for k, fut in both.items() if k in raw.errors and _retriable(fut)})
@@ -382,9 +317,7 @@ class AdminCalls:
                     out[(which, (tp.topic, tp.partition))] = fut
         return out
 
-    def list_groups(self) -> tuple[list[GroupListing], list[str]]:
-        """Every consumer group, and the errors of coordinators that did not answer (their
-        groups are then absent from the list: callers must report it)."""
+    def _do_list_groups(self) -> tuple[list[GroupListing], list[str]]:
         fut = self.client.list_consumer_groups(request_timeout=self.timeouts.request)
         result = self._bounded("list_consumer_groups", fut, self.timeouts.request)
         listings = sorted(
@@ -400,9 +333,9 @@ class AdminCalls:
         )
         return listings, sorted({self.reason(e) for e in result.errors or []})
 
-    def describe_groups(self, group_ids: Iterable[str]) -> Partial[str, GroupDescription]:
+    def _do_describe_groups(self, group_ids: list[str]) -> Partial[str, GroupDescription]:
         futures: dict[str, Future[Any]] = {}
-        for chunk in _chunks(sorted(set(group_ids)), self.GROUPS_BATCH):
+        for chunk in _chunks(group_ids, self.GROUPS_BATCH):
             futures.update(
                 self.client.describe_consumer_groups(list(chunk), request_timeout=self.timeouts.request)
             )
@@ -425,10 +358,9 @@ class AdminCalls:
             )
         return out
 
-    def group_offsets(self, group_ids: Iterable[str]) -> Partial[str, list[GroupOffset]]:
-        """Committed offsets per group (librdkafka takes one group per request; all sent together)."""
+    def _do_group_offsets(self, group_ids: list[str]) -> Partial[str, list[GroupOffset]]:
         futures: dict[str, Future[Any]] = {}
-        for gid in sorted(set(group_ids)):
+        for gid in group_ids:
             request = [ConsumerGroupTopicPartitions(gid)]
             futures.update(
                 self.client.list_consumer_group_offsets(request, request_timeout=self.timeouts.request)
@@ -452,21 +384,9 @@ class AdminCalls:
         return out
 
     # ------------------------------------------------------------------ remediation
-    def elect_preferred(
-        self, partitions: Iterable[TopicPartitionKey]
+    def _do_elect_preferred(
+        self, keys: list[TopicPartitionKey]
     ) -> dict[TopicPartitionKey, tuple[str, str | None]]:
-        """Preferred leader election (ElectLeaders, PREFERRED) for these partitions, in one request.
-
-        Per partition: ("elected", None), ("not_needed", reason) (ELECTION_NOT_NEEDED, 84: the
-        preferred replica already leads), ("preferred_not_available", reason)
-        (PREFERRED_LEADER_NOT_AVAILABLE, 80: not alive or not in the ISR) or ("failed", reason).
-        The whole request failing or timing out raises `AdminCallError` (it may still have
-        been applied: re-read the leaders). confluent-kafka 2.16.1 raises SystemError when
-        `request_timeout`/`operation_timeout` are passed, so only the future is bounded.
-        """
-        keys = sorted(set(partitions))
-        if not keys:
-            return {}
         fut = self.client.elect_leaders(ElectionType.PREFERRED, [TopicPartition(t, p) for t, p in keys])
         raw = self._bounded("elect_leaders", fut, self.timeouts.request + 5)
         results = {(tp.topic, tp.partition): err for tp, err in (raw or {}).items()}
@@ -489,16 +409,10 @@ class AdminCalls:
                 out[key] = ("failed", self.reason(err))
         return out
 
-    def alter_group_offsets(
+    def _do_alter_group_offsets(
         self, group: str, offsets: Mapping[TopicPartitionKey, int]
     ) -> Partial[TopicPartitionKey, int]:
-        """Commit `offsets` for `group` (AlterConsumerGroupOffsets). Values: the offsets the
-        broker accepted; errors: per partition (a group with members answers UNKNOWN_MEMBER_ID
-        (25): "UNKNOWN_MEMBER_ID ..." means the group is not Empty). A failure of the whole
-        request raises `AdminCallError` (its reason starts with UNKNOWN_MEMBER_ID likewise)."""
         out: Partial[TopicPartitionKey, int] = Partial()
-        if not offsets:
-            return out
         request = ConsumerGroupTopicPartitions(
             group, [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
         )
@@ -517,12 +431,9 @@ class AdminCalls:
                 out.errors[key] = "no result for this partition in the answer"
         return out
 
-    def offsets_for_times(
-        self, partitions: Iterable[TopicPartitionKey], timestamp_ms: int
+    def _do_offsets_for_times(
+        self, keys: list[TopicPartitionKey], timestamp_ms: int
     ) -> Partial[TopicPartitionKey, int | None]:
-        """ListOffsets by time: per partition the first offset whose timestamp is at or after
-        `timestamp_ms` (epoch milliseconds), None when no message is (the caller uses log end)."""
-        keys = sorted(set(partitions))
         futures: dict[TopicPartitionKey, Future[Any]] = {}
         for chunk in _chunks(keys, self.OFFSETS_BATCH):
             request = {TopicPartition(t, p): OffsetSpec.for_timestamp(timestamp_ms) for t, p in chunk}
@@ -535,8 +446,7 @@ class AdminCalls:
         return out
 
     # ------------------------------------------------------------------ kafka-python
-    def describe_cluster(self) -> list[BrokerRegistration]:
-        """Every registered broker, fenced ones included (confluent-kafka lists only unfenced)."""
+    def _do_describe_cluster(self) -> list[BrokerRegistration]:
         budget = self.timeouts.metadata + self.timeouts.request
         raw = self._kp.call("describe_cluster", lambda kp: kp.describe_cluster(), budget)
         return sorted(
@@ -553,12 +463,11 @@ class AdminCalls:
             key=lambda b: b.id,
         )
 
-    def describe_quorum(self) -> Quorum:
-        """The KRaft metadata quorum: leader (the active controller), epoch, HW, voters' lag."""
+    def _do_describe_quorum(self) -> Quorum:
         budget = self.timeouts.metadata + self.timeouts.request
         per_node = max(MIN_PER_NODE, self.timeouts.request / 2)
         raw = self._kp.call(
-            "describe_metadata_quorum", lambda kp: _describe_metadata_quorum(kp, per_node), budget
+            "describe_metadata_quorum", lambda kp: describe_metadata_quorum(kp, per_node), budget
         )
         if raw is None:
             raise AdminCallError("describe_metadata_quorum", ZOOKEEPER_MODE)
@@ -567,12 +476,8 @@ class AdminCalls:
         except (KeyError, IndexError, ValueError) as exc:
             raise AdminCallError("describe_metadata_quorum", redact(str(exc), self._secrets)) from None
 
-    def describe_log_dirs(self, broker_ids: Iterable[int]) -> Partial[int, list[LogDir]]:
-        """Log directories per broker, one request per broker sent in parallel."""
-        ids = sorted(set(broker_ids))
+    def _do_describe_log_dirs(self, ids: list[int]) -> Partial[int, list[LogDir]]:
         out: Partial[int, list[LogDir]] = Partial()
-        if not ids:
-            return out
         try:
             self._kp.call("bootstrap", lambda kp: None, self.timeouts.metadata + 1)
         except AdminCallError as exc:
@@ -580,33 +485,7 @@ class AdminCalls:
             return out
 
         def one(broker: int) -> list[LogDir]:
-            from kafka.errors import UnknownBrokerIdError
-
-            kp = self._kp.client()
-            coro = getattr(kp, "_async_describe_log_dirs", None)
-            if coro is not None:
-                # topics=None asks for every partition; the public method first lists all
-                # partitions with an extra Metadata request and then names each in the request.
-                try:
-                    answer = kp._manager.run(coro, None, [broker])
-                except UnknownBrokerIdError:
-                    # A broker that registered again (restarted) after kafka-python's metadata was
-                    # read (refreshed every 30 s): measured on the testbed, its log dirs stayed
-                    # unreadable for 10 s after it was back. Refresh the metadata and ask again.
-                    kp._manager.run(kp._manager.cluster.refresh_metadata)
-                    answer = kp._manager.run(coro, None, [broker])
-            else:
-                answer = kp.describe_log_dirs(brokers=[broker])
-            results = answer[0]["log_dirs"] if answer else []
-            if not results:
-                # A broker always has a log directory; Kafka answers with none (kafka-python drops
-                # the response's error code) when the principal lacks DESCRIBE on CLUSTER.
-                raise AdminCallError(
-                    "describe_log_dirs",
-                    "CLUSTER_AUTHORIZATION_FAILED: the broker listed no log directory "
-                    "(Kafka answers so when the principal may not DESCRIBE the cluster)",
-                )
-            return parse.log_dirs(broker, results)
+            return log_dirs(self._kp.client(), broker)
 
         raw = self._gather(
             {b: self._kp.submit(one, b) for b in ids}, self.timeouts.request + 1, librdkafka=False

@@ -1,15 +1,16 @@
 """The one place each Kafka admin call is made; every call is bounded by a timeout.
 
-`KafkaAdmin` is what the rest of the operator uses. The calls themselves (confluent-kafka for
-almost everything, kafka-python for log dirs, the metadata quorum and broker registrations)
-are in `admin_calls.AdminCalls`, and they run in the client host, a supervised child process
+`KafkaAdmin` is what the rest of the operator uses: the calls and what they return are
+`admin_api.AdminApi`'s, written once. They are made by `admin_calls.AdminCalls`
+(confluent-kafka for almost everything, kafka-python for log dirs, the metadata quorum and
+broker registrations), which runs in the client host, a supervised child process
 (`client_host`): no librdkafka or kafka-python code runs in the operator's process, so a native
 crash in a client library (librdkafka #5040: SIGSEGV on NOT_COORDINATOR for an OffsetFetch
 while the group's coordinator restarts; PR #5397: an abort in any coordinator-routed admin call
 whose connection drops) never takes the operator down. Calls return typed values; a call that
 fails as a whole raises `AdminCallError`; calls over many items (topics, partitions, groups,
 brokers) return a `Partial` that keeps the per-item errors, so callers can say exactly what is
-missing.
+missing. `KafkaAdmin` only says how a call reaches that process and what a crash there means.
 
 When the client process dies during a call it is restarted once, however many calls saw it die,
 with a WARNING log ("Kafka client process died with SIGSEGV during group_offsets; restarted")
@@ -32,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn, TypeVar
 
 from kafka_health.collect import client_host, logs
+from kafka_health.collect.admin_api import AdminApi, call_name
 from kafka_health.collect.client_host import SUPERVISOR, TRANSPORT_ERRORS, HostError
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.results import (
@@ -45,7 +47,6 @@ from kafka_health.collect.results import (
     Timeouts,
     TopicPartitionKey,
 )
-from kafka_health.models.snapshot import GroupOffset, LogDir, PartitionOffsets, Quorum
 
 __all__ = [
     "AdminCallError",
@@ -62,14 +63,6 @@ __all__ = [
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-# The name a whole-call `AdminCallError` carries, per method (as the client code names it).
-_CALL_NAMES = {
-    "list_groups": "list_consumer_groups",
-    "describe_quorum": "describe_metadata_quorum",
-    "elect_preferred": "elect_leaders",
-    "alter_group_offsets": "alter_consumer_group_offsets",
-}
-
 
 class _Crashed(Exception):
     """A read's process died on the first attempt and on its retry."""
@@ -79,12 +72,9 @@ class _Crashed(Exception):
         self.how = how
 
 
-class KafkaAdmin:
+class KafkaAdmin(AdminApi):
     """Admin access to one cluster. Thread-safe; create once per cluster and reuse; `close()` it."""
 
-    OFFSETS_BATCH = 10_000
-    CONFIGS_BATCH = 500
-    GROUPS_BATCH = 100
     HANG_MARGIN = 30.0  # seconds beyond a call's own bounds before its client process is killed as hung
 
     def __init__(
@@ -93,11 +83,7 @@ class KafkaAdmin:
         *,
         timeouts: Timeouts | None = None,
     ) -> None:
-        self.connection = (
-            connection if isinstance(connection, ConnectionConfig) else ConnectionConfig.from_dict(connection)
-        )
-        self.timeouts = timeouts or Timeouts()
-        self._secrets = self.connection.secrets
+        super().__init__(connection, timeouts=timeouts)
         logs.install()  # the child's records are handed to this process's loggers: scrub here too
         logs.SECRETS.add(self._secrets)
         self._lock = threading.Lock()
@@ -149,17 +135,6 @@ class KafkaAdmin:
                 self._local = AdminClient(conf)
             return self._local
 
-    def reason(self, exc: object) -> str:
-        """A short, secret-free description of a client error (exception or KafkaError)."""
-        # confluent_kafka is never imported here: its types are recognised by name.
-        args: tuple[Any, ...] = getattr(exc, "args", ())
-        err: Any = args[0] if type(exc).__name__ == "KafkaException" and args else exc
-        if type(err).__name__ == "KafkaError":
-            text = f"{err.name()}: {err.str()}"
-        else:
-            text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-        return redact(text, self._secrets)
-
     def _budget(self) -> float:
         """How long a call may go unanswered before the client process is deemed hung: every
         call is bounded inside it by `timeouts` (the longest by metadata + request), so twice
@@ -198,7 +173,7 @@ class KafkaAdmin:
     def _call(self, method: str, *args: Any, write: bool = False) -> Any:
         """Run `method` in the client host. A read whose process dies is retried once on a fresh
         one (`_Crashed` if that dies too); a write raises `AdminCallError` (outcome unknown)."""
-        call = _CALL_NAMES.get(method, method)
+        call = call_name(method)
         how = ""
         for _attempt in (1, 2):
             if self._closed:
@@ -237,7 +212,7 @@ class KafkaAdmin:
 
     def _whole(self, method: str, exc: _Crashed) -> NoReturn:
         raise AdminCallError(
-            _CALL_NAMES.get(method, method),
+            call_name(method),
             f"the Kafka client process crashed ({exc.how}) twice; the call was retried once on a fresh process",
         ) from None
 
@@ -246,145 +221,19 @@ class KafkaAdmin:
         reason = f"the Kafka client process crashed ({exc.how}) twice; the call was retried once"
         return Partial(errors=dict.fromkeys(keys, reason))
 
-    # ------------------------------------------------------------------ confluent-kafka
-    def metadata(self) -> ClusterMetadata:
-        """Brokers, topics and partitions (leader, replicas, ISR) in one Metadata request
-        (a frozen broker's connection gets half the budget; a fresh client the other half)."""
+    # ------------------------------------------------------------------ how a call is run
+    def _read_whole(self, method: str, *args: Any) -> Any:
         try:
-            result: ClusterMetadata = self._call("metadata")
+            return self._call(method, *args)
         except _Crashed as exc:
-            self._whole("metadata", exc)
-        return result
+            self._whole(method, exc)
 
-    def topic_configs(self, topics: Iterable[str]) -> Partial[str, dict[str, str | None]]:
-        """Effective values of `parse.TOPIC_CONFIG_KEYS` per topic (broker defaults included)."""
-        keys = sorted(set(topics))
+    def _read_each(self, method: str, keys: list[K], *args: Any) -> Partial[K, Any]:
         try:
-            result: Partial[str, dict[str, str | None]] = self._call("topic_configs", keys)
+            result: Partial[K, Any] = self._call(method, keys, *args)
         except _Crashed as exc:
             return self._each(keys, exc)
         return result
 
-    def describe_topics(self, topics: Iterable[str]) -> Partial[str, int]:
-        """Named topics: partition count, or per topic the error ("TOPIC_AUTHORIZATION_FAILED: …"
-        when the principal may not DESCRIBE it, "UNKNOWN_TOPIC_OR_PART: …" when it does not exist)."""
-        keys = sorted(set(topics))
-        try:
-            result: Partial[str, int] = self._call("describe_topics", keys)
-        except _Crashed as exc:
-            return self._each(keys, exc)
-        return result
-
-    def list_offsets(
-        self, partitions: Iterable[TopicPartitionKey]
-    ) -> Partial[TopicPartitionKey, PartitionOffsets]:
-        """Earliest (log start) and latest (log end) offsets, in batches sent together."""
-        keys = sorted(set(partitions))
-        try:
-            result: Partial[TopicPartitionKey, PartitionOffsets] = self._call("list_offsets", keys)
-        except _Crashed as exc:
-            return self._each(keys, exc)
-        return result
-
-    def list_groups(self) -> tuple[list[GroupListing], list[str]]:
-        """Every consumer group, and the errors of coordinators that did not answer (their
-        groups are then absent from the list: callers must report it)."""
-        try:
-            result: tuple[list[GroupListing], list[str]] = self._call("list_groups")
-        except _Crashed as exc:
-            self._whole("list_groups", exc)
-        return result
-
-    def describe_groups(self, group_ids: Iterable[str]) -> Partial[str, GroupDescription]:
-        keys = sorted(set(group_ids))
-        try:
-            result: Partial[str, GroupDescription] = self._call("describe_groups", keys)
-        except _Crashed as exc:
-            return self._each(keys, exc)
-        return result
-
-    def group_offsets(self, group_ids: Iterable[str]) -> Partial[str, list[GroupOffset]]:
-        """Committed offsets per group (librdkafka takes one group per request; all sent together)."""
-        keys = sorted(set(group_ids))
-        try:
-            result: Partial[str, list[GroupOffset]] = self._call("group_offsets", keys)
-        except _Crashed as exc:
-            return self._each(keys, exc)
-        return result
-
-    # ------------------------------------------------------------------ remediation
-    def elect_preferred(
-        self, partitions: Iterable[TopicPartitionKey]
-    ) -> dict[TopicPartitionKey, tuple[str, str | None]]:
-        """Preferred leader election (ElectLeaders, PREFERRED) for these partitions, in one request.
-
-        Per partition: ("elected", None), ("not_needed", reason) (ELECTION_NOT_NEEDED, 84: the
-        preferred replica already leads), ("preferred_not_available", reason)
-        (PREFERRED_LEADER_NOT_AVAILABLE, 80: not alive or not in the ISR) or ("failed", reason).
-        The whole request failing or timing out raises `AdminCallError` (it may still have
-        been applied: re-read the leaders); so does the client process dying during it.
-        """
-        keys = sorted(set(partitions))
-        if not keys:
-            return {}
-        result: dict[TopicPartitionKey, tuple[str, str | None]] = self._call(
-            "elect_preferred", keys, write=True
-        )
-        return result
-
-    def alter_group_offsets(
-        self, group: str, offsets: Mapping[TopicPartitionKey, int]
-    ) -> Partial[TopicPartitionKey, int]:
-        """Commit `offsets` for `group` (AlterConsumerGroupOffsets). Values: the offsets the
-        broker accepted; errors: per partition (a group with members answers UNKNOWN_MEMBER_ID
-        (25): "UNKNOWN_MEMBER_ID ..." means the group is not Empty). A failure of the whole
-        request raises `AdminCallError` (its reason starts with UNKNOWN_MEMBER_ID likewise), and
-        so does the client process dying during it (the outcome is then unknown: re-read)."""
-        if not offsets:
-            return Partial()
-        result: Partial[TopicPartitionKey, int] = self._call(
-            "alter_group_offsets", group, {k: int(v) for k, v in offsets.items()}, write=True
-        )
-        return result
-
-    def offsets_for_times(
-        self, partitions: Iterable[TopicPartitionKey], timestamp_ms: int
-    ) -> Partial[TopicPartitionKey, int | None]:
-        """ListOffsets by time: per partition the first offset whose timestamp is at or after
-        `timestamp_ms` (epoch milliseconds), None when no message is (the caller uses log end)."""
-        keys = sorted(set(partitions))
-        try:
-            result: Partial[TopicPartitionKey, int | None] = self._call(
-                "offsets_for_times", keys, timestamp_ms
-            )
-        except _Crashed as exc:
-            return self._each(keys, exc)
-        return result
-
-    # ------------------------------------------------------------------ kafka-python
-    def describe_cluster(self) -> list[BrokerRegistration]:
-        """Every registered broker, fenced ones included (confluent-kafka lists only unfenced)."""
-        try:
-            result: list[BrokerRegistration] = self._call("describe_cluster")
-        except _Crashed as exc:
-            self._whole("describe_cluster", exc)
-        return result
-
-    def describe_quorum(self) -> Quorum:
-        """The KRaft metadata quorum: leader (the active controller), epoch, HW, voters' lag."""
-        try:
-            result: Quorum = self._call("describe_quorum")
-        except _Crashed as exc:
-            self._whole("describe_quorum", exc)
-        return result
-
-    def describe_log_dirs(self, broker_ids: Iterable[int]) -> Partial[int, list[LogDir]]:
-        """Log directories per broker, one request per broker sent in parallel."""
-        ids = sorted(set(broker_ids))
-        if not ids:
-            return Partial()
-        try:
-            result: Partial[int, list[LogDir]] = self._call("describe_log_dirs", ids)
-        except _Crashed as exc:
-            return self._each(ids, exc)
-        return result
+    def _write(self, method: str, *args: Any) -> Any:
+        return self._call(method, *args, write=True)

@@ -1,4 +1,5 @@
-"""The kafka-python admin client behind `KafkaAdmin` (log dirs, metadata quorum, registrations).
+"""The kafka-python admin client behind `KafkaAdmin` (log dirs, metadata quorum, registrations),
+and the requests it makes that kafka-python's public API does not make as needed here.
 
 kafka-python's calls block without an overall deadline and its client bootstraps eagerly, so
 it is created on first use, every call runs in a small pool bounded by a timeout, and a client
@@ -24,7 +25,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
+from kafka_health.collect import parse
 from kafka_health.collect.results import AdminCallError, Timeouts
+from kafka_health.models.snapshot import LogDir
 
 T = TypeVar("T")
 
@@ -174,3 +177,76 @@ def ask_answering_node(kp: Any, request: Any, per_node: float) -> Any:
         raise error
 
     return manager.run(ask)
+
+
+_DESCRIBE_QUORUM_API_KEY = 55
+
+
+def describe_metadata_quorum(kp: Any, per_node: float) -> Any:
+    """kafka-python's DescribeQuorum, asked of the brokers in turn (`ask_answering_node`) and
+    shaped as its `describe_metadata_quorum` returns it; None when the broker's ApiVersions does
+    not list that API at all (a ZooKeeper-mode broker; kafka-python checks ApiVersions before
+    sending)."""
+    from kafka.errors import IncompatibleBrokerVersion, for_code
+    from kafka.protocol.admin import DescribeQuorumRequest
+
+    if not hasattr(kp, "_manager"):  # a stand-in client in unit tests
+        ask = kp.describe_metadata_quorum
+    else:
+
+        def ask() -> Any:
+            topic = DescribeQuorumRequest.TopicData
+            request = DescribeQuorumRequest(
+                topics=[
+                    topic(
+                        topic_name="__cluster_metadata", partitions=[topic.PartitionData(partition_index=0)]
+                    )
+                ]
+            )
+            response = ask_answering_node(kp, request, per_node)
+            error = for_code(response.error_code)
+            if error.errno != 0:
+                raise error(response.error_message or "")
+            result = response.to_dict()
+            for t in result["topics"]:
+                for p in t["partitions"]:
+                    code, message = p.pop("error_code"), p.pop("error_message", None)
+                    p["error"] = str(for_code(code)(message)) if code else None
+            return result
+
+    try:
+        return ask()
+    except IncompatibleBrokerVersion:
+        if _DESCRIBE_QUORUM_API_KEY in {int(key) for key in kp.api_versions()}:
+            raise  # listed, only no version in common: not the ZooKeeper case
+        return None
+
+
+def log_dirs(kp: Any, broker: int) -> list[LogDir]:
+    """DescribeLogDirs of every partition on `broker`, asked with the client `kp` (blocking)."""
+    from kafka.errors import UnknownBrokerIdError
+
+    coro = getattr(kp, "_async_describe_log_dirs", None)
+    if coro is not None:
+        # topics=None asks for every partition; the public method first lists all
+        # partitions with an extra Metadata request and then names each in the request.
+        try:
+            answer = kp._manager.run(coro, None, [broker])
+        except UnknownBrokerIdError:
+            # A broker that registered again (restarted) after kafka-python's metadata was
+            # read (refreshed every 30 s): measured on the testbed, its log dirs stayed
+            # unreadable for 10 s after it was back. Refresh the metadata and ask again.
+            kp._manager.run(kp._manager.cluster.refresh_metadata)
+            answer = kp._manager.run(coro, None, [broker])
+    else:
+        answer = kp.describe_log_dirs(brokers=[broker])
+    results = answer[0]["log_dirs"] if answer else []
+    if not results:
+        # A broker always has a log directory; Kafka answers with none (kafka-python drops
+        # the response's error code) when the principal lacks DESCRIBE on CLUSTER.
+        raise AdminCallError(
+            "describe_log_dirs",
+            "CLUSTER_AUTHORIZATION_FAILED: the broker listed no log directory "
+            "(Kafka answers so when the principal may not DESCRIBE the cluster)",
+        )
+    return parse.log_dirs(broker, results)
