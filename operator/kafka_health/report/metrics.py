@@ -120,3 +120,9 @@ def remove_series(metrics: Iterable[MetricWrapperBase], namespace: str, policy: 
 def forget_policy(namespace: str, policy: str) -> None:
     """Drop every series of a deleted policy so dashboards don't show ghosts."""
     remove_series((FINDINGS, LAST_SUCCESS, HEALTHY, DEGRADED, CYCLE_SECONDS, REMEDIATIONS), namespace, policy)
+
+
+# collect tells of client process restarts through a hook: it sits below report (layers).
+from kafka_health.collect.client_host import add_restart_listener  # noqa: E402
+
+add_restart_listener(lambda how: CLIENT_PROCESS_RESTARTS.labels(reason=how).inc())
