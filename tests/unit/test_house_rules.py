@@ -17,8 +17,6 @@ OVER_LIMIT_FOR_NOW = {
     "operator/kafka_health/testbed/podstandin.py",
     "operator/kafka_health/remediate/offset_reset.py",
     "operator/kafka_health/testbed/cluster.py",
-    "operator/kafka_health/collect/admin_calls.py",
-    "operator/kafka_health/collect/client_host.py",
 }
 
 
