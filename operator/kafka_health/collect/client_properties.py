@@ -205,163 +205,218 @@ def parse_jaas(value: str, where: str) -> tuple[str, dict[str, str]]:
 
 
 # ------------------------------------------------------------------------------------ mapping
-def parse_client_properties(text: str, source: str = "client properties") -> ClientProperties:  # noqa: C901, PLR0912, PLR0915
+@dataclass(frozen=True)
+class _Props:
+    """The parsed file (key → (value, line)) and its name, for the messages."""
+
+    raw: Mapping[str, tuple[str, int]]
+    source: str
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.raw
+
+    def where(self, key: str) -> str:
+        return f"{self.source} line {self.raw[key][1]}"
+
+    def get(self, key: str) -> str | None:
+        return self.raw[key][0].strip() if key in self.raw else None
+
+
+def parse_client_properties(text: str, source: str = "client properties") -> ClientProperties:
     """Kafka client.properties text → librdkafka settings (see the module doc for the keys)."""
-    props = parse_properties(text)
+    props = _Props(parse_properties(text), source)
+    _refuse_unsupported(props)
+    protocol = _protocol(props)
+    options: dict[str, str] = {"security.protocol": protocol}
+    options.update(_sasl(props, protocol))
+    tls_options, inline = _tls(props, protocol)
+    options.update(tls_options)
+    return ClientProperties(
+        options=options, bootstrap_servers=props.get("bootstrap.servers") or None, inline_pem=inline
+    )
 
-    def where(key: str) -> str:
-        return f"{source} line {props[key][1]}"
 
-    def get(key: str) -> str | None:
-        return props[key][0].strip() if key in props else None
-
-    for key in props:
+def _refuse_unsupported(props: _Props) -> None:
+    for key in props.raw:
         if key in SUPPORTED:
             continue
         fix = _FIXES.get(key)
         if fix is None:
             fix = "remove it; supported keys: " + ", ".join(SUPPORTED)
-        raise ClientPropertiesError(f"{where(key)}: unsupported key {key}: {fix}")
+        raise ClientPropertiesError(f"{props.where(key)}: unsupported key {key}: {fix}")
 
-    options: dict[str, str] = {}
-    inline: dict[str, str] = {}
-    protocol = (get("security.protocol") or "PLAINTEXT").upper()
+
+def _protocol(props: _Props) -> str:
+    protocol = (props.get("security.protocol") or "PLAINTEXT").upper()
     if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
         raise ClientPropertiesError(
-            f"{where('security.protocol')}: security.protocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"
+            f"{props.where('security.protocol')}: security.protocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"
         )
-    options["security.protocol"] = protocol
-    sasl = protocol.startswith("SASL_")
-    tls = protocol.endswith("SSL")
+    return protocol
 
-    # SASL
-    mechanism = (
-        get("sasl.mechanism") or ("GSSAPI" if "sasl.mechanism" not in props and sasl else "")
-    ).upper()
+
+# ------------------------------------------------------------------------------------ SASL
+def _sasl(props: _Props, protocol: str) -> dict[str, str]:
+    """sasl.mechanism, sasl.username and sasl.password for a SASL protocol (none otherwise)."""
     sasl_keys = [
         k for k in ("sasl.mechanism", "sasl.jaas.config", "sasl.username", "sasl.password") if k in props
     ]
-    if not sasl and sasl_keys:
-        raise ClientPropertiesError(
-            f"{where(sasl_keys[0])}: {sasl_keys[0]} is set but security.protocol is {protocol}: "
-            "set security.protocol=SASL_SSL (or SASL_PLAINTEXT), or remove the sasl.* keys"
-        )
-    if sasl:
-        if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
-            at = where("sasl.mechanism") if "sasl.mechanism" in props else source
+    if not protocol.startswith("SASL_"):
+        if sasl_keys:
             raise ClientPropertiesError(
-                f"{at}: sasl.mechanism {'is missing (Kafka defaults to GSSAPI)' if 'sasl.mechanism' not in props else 'is not supported'}: "
-                "set sasl.mechanism=SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN"
+                f"{props.where(sasl_keys[0])}: {sasl_keys[0]} is set but security.protocol is {protocol}: "
+                "set security.protocol=SASL_SSL (or SASL_PLAINTEXT), or remove the sasl.* keys"
             )
-        options["sasl.mechanism"] = mechanism
-        username, password = get("sasl.username"), get("sasl.password")
-        if "sasl.jaas.config" in props:
-            if username is not None or password is not None:
-                raise ClientPropertiesError(
-                    f"{where('sasl.jaas.config')}: give either sasl.jaas.config or sasl.username/sasl.password, not both"
-                )
-            module, jaas = parse_jaas(props["sasl.jaas.config"][0], where("sasl.jaas.config"))
-            allowed = _LOGIN_MODULES.get(module)
-            if allowed is None:
-                raise ClientPropertiesError(
-                    f"{where('sasl.jaas.config')}: login module {module} is not supported: use "
-                    "org.apache.kafka.common.security.scram.ScramLoginModule (SCRAM) or "
-                    "org.apache.kafka.common.security.plain.PlainLoginModule (PLAIN)"
-                )
-            if mechanism not in allowed:
-                raise ClientPropertiesError(
-                    f"{where('sasl.jaas.config')}: login module {module.rsplit('.', 1)[-1]} does not match "
-                    f"sasl.mechanism={mechanism}: use "
-                    + (
-                        "PlainLoginModule for PLAIN"
-                        if mechanism == "PLAIN"
-                        else "ScramLoginModule for SCRAM-SHA-256/512"
-                    )
-                )
-            unknown = sorted(set(jaas) - {"username", "password"})
-            if unknown:
-                raise ClientPropertiesError(
-                    f"{where('sasl.jaas.config')}: sasl.jaas.config options {unknown} are not supported "
-                    "(only username and password)"
-                )
-            username, password = jaas.get("username"), jaas.get("password")
-            missing_in = "sasl.jaas.config"
-        else:
-            missing_in = "sasl.username/sasl.password (or sasl.jaas.config)"
-        if not username or password is None or password == "":
-            which = "username" if not username else "password"
-            raise ClientPropertiesError(f"{source}: the SASL {which} is missing: set it in {missing_in}")
-        options["sasl.username"] = username
-        options["sasl.password"] = password
+        return {}
+    mechanism = _mechanism(props)
+    username, password = _credentials(props, mechanism)
+    return {"sasl.mechanism": mechanism, "sasl.username": username, "sasl.password": password}
 
-    # TLS
-    ssl_keys = [k for k in props if k.startswith("ssl.")]
-    if not tls and ssl_keys:
+
+def _mechanism(props: _Props) -> str:
+    """The SASL mechanism; Kafka's default, GSSAPI, when none is set (refused, like any other)."""
+    given = "sasl.mechanism" in props
+    mechanism = (props.get("sasl.mechanism") or ("" if given else "GSSAPI")).upper()
+    if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        at = props.where("sasl.mechanism") if given else props.source
         raise ClientPropertiesError(
-            f"{where(ssl_keys[0])}: {ssl_keys[0]} is set but security.protocol is {protocol}: "
-            "set security.protocol=SSL (or SASL_SSL), or remove the ssl.* keys"
+            f"{at}: sasl.mechanism {'is not supported' if given else 'is missing (Kafka defaults to GSSAPI)'}: "
+            "set sasl.mechanism=SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN"
         )
-    if tls:
-        for store in ("truststore", "keystore"):
-            kind = get(f"ssl.{store}.type")
-            used = [k for k in props if k.startswith(f"ssl.{store}.") and k != f"ssl.{store}.type"]
-            if used and (kind or "JKS").upper() != "PEM":
-                key = f"ssl.{store}.type"
-                at = where(key) if key in props else where(used[0])
-                raise ClientPropertiesError(
-                    f"{at}: ssl.{store}.type is {(kind or 'JKS (the default)').upper()}: only PEM stores are "
-                    f"supported: convert the store to PEM and set ssl.{store}.type=PEM"
-                )
-        location, inline_ca = get("ssl.truststore.location"), get("ssl.truststore.certificates")
-        if location and inline_ca:
+    return mechanism
+
+
+def _credentials(props: _Props, mechanism: str) -> tuple[str, str]:
+    """The user name and password, from sasl.jaas.config or sasl.username/sasl.password."""
+    username, password = props.get("sasl.username"), props.get("sasl.password")
+    if "sasl.jaas.config" in props:
+        if username is not None or password is not None:
             raise ClientPropertiesError(
-                f"{where('ssl.truststore.certificates')}: give ssl.truststore.location or "
-                "ssl.truststore.certificates, not both"
+                f"{props.where('sasl.jaas.config')}: give either sasl.jaas.config or sasl.username/sasl.password, not both"
             )
-        if location:
-            options["ssl.ca.location"] = location
-        elif inline_ca:
-            inline["ssl.ca.location"] = _pem(inline_ca, "CERTIFICATE", "ssl.truststore.certificates", where)
-        keystore = get("ssl.keystore.location")
-        chain, key_pem = get("ssl.keystore.certificate.chain"), get("ssl.keystore.key")
-        if keystore and (chain or key_pem):
+        username, password = _jaas_credentials(props, mechanism)
+        missing_in = "sasl.jaas.config"
+    else:
+        missing_in = "sasl.username/sasl.password (or sasl.jaas.config)"
+    if not username or password is None or password == "":
+        which = "username" if not username else "password"
+        raise ClientPropertiesError(f"{props.source}: the SASL {which} is missing: set it in {missing_in}")
+    return username, password
+
+
+def _jaas_credentials(props: _Props, mechanism: str) -> tuple[str | None, str | None]:
+    """username and password of sasl.jaas.config, whose login module must match `mechanism`."""
+    where = props.where("sasl.jaas.config")
+    module, jaas = parse_jaas(props.raw["sasl.jaas.config"][0], where)
+    allowed = _LOGIN_MODULES.get(module)
+    if allowed is None:
+        raise ClientPropertiesError(
+            f"{where}: login module {module} is not supported: use "
+            "org.apache.kafka.common.security.scram.ScramLoginModule (SCRAM) or "
+            "org.apache.kafka.common.security.plain.PlainLoginModule (PLAIN)"
+        )
+    if mechanism not in allowed:
+        use = (
+            "PlainLoginModule for PLAIN" if mechanism == "PLAIN" else "ScramLoginModule for SCRAM-SHA-256/512"
+        )
+        raise ClientPropertiesError(
+            f"{where}: login module {module.rsplit('.', 1)[-1]} does not match sasl.mechanism={mechanism}: use "
+            + use
+        )
+    unknown = sorted(set(jaas) - {"username", "password"})
+    if unknown:
+        raise ClientPropertiesError(
+            f"{where}: sasl.jaas.config options {unknown} are not supported (only username and password)"
+        )
+    return jaas.get("username"), jaas.get("password")
+
+
+# ------------------------------------------------------------------------------------ TLS
+def _tls(props: _Props, protocol: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The TLS options for a TLS protocol, and the inline PEM blocks still to be written."""
+    ssl_keys = [k for k in props.raw if k.startswith("ssl.")]
+    if not protocol.endswith("SSL"):
+        if ssl_keys:
             raise ClientPropertiesError(
-                f"{where('ssl.keystore.location')}: give ssl.keystore.location or "
-                "ssl.keystore.certificate.chain with ssl.keystore.key, not both"
+                f"{props.where(ssl_keys[0])}: {ssl_keys[0]} is set but security.protocol is {protocol}: "
+                "set security.protocol=SSL (or SASL_SSL), or remove the ssl.* keys"
             )
-        if keystore:
-            # One PEM file holding the private key and the certificate chain (Kafka's layout):
-            # OpenSSL and Python's ssl read each part from it.
-            options["ssl.certificate.location"] = keystore
-            options["ssl.key.location"] = keystore
-        elif chain or key_pem:
-            if not (chain and key_pem):
-                missing = "ssl.keystore.key" if chain else "ssl.keystore.certificate.chain"
-                present = "ssl.keystore.certificate.chain" if chain else "ssl.keystore.key"
-                raise ClientPropertiesError(f"{where(present)}: {present} needs {missing} too")
-            inline["ssl.certificate.location"] = _pem(
-                chain, "CERTIFICATE", "ssl.keystore.certificate.chain", where
+        return {}, {}
+    _refuse_non_pem_stores(props)
+    options: dict[str, str] = {}
+    inline: dict[str, str] = {}
+    _truststore(props, options, inline)
+    has_key = _keystore(props, options, inline)
+    key_password = props.raw.get("ssl.key.password")
+    if key_password is not None:
+        if not has_key:
+            raise ClientPropertiesError(
+                f"{props.where('ssl.key.password')}: ssl.key.password without a client key: set "
+                "ssl.keystore.location (or ssl.keystore.key), or remove it"
             )
-            inline["ssl.key.location"] = _pem(key_pem, "PRIVATE KEY", "ssl.keystore.key", where)
-        key_password = props.get("ssl.key.password")
-        if key_password is not None:
-            if not (keystore or chain):
-                raise ClientPropertiesError(
-                    f"{where('ssl.key.password')}: ssl.key.password without a client key: set "
-                    "ssl.keystore.location (or ssl.keystore.key), or remove it"
-                )
-            options["ssl.key.password"] = key_password[0]
-        algorithm = get("ssl.endpoint.identification.algorithm")
-        if algorithm is not None:
-            if algorithm.lower() not in ("", "https"):
-                raise ClientPropertiesError(
-                    f"{where('ssl.endpoint.identification.algorithm')}: ssl.endpoint.identification.algorithm "
-                    "must be https (verify the broker's host name) or empty (do not)"
-                )
-            options["ssl.endpoint.identification.algorithm"] = "https" if algorithm else "none"
-    return ClientProperties(
-        options=options, bootstrap_servers=get("bootstrap.servers") or None, inline_pem=inline
-    )
+        options["ssl.key.password"] = key_password[0]
+    algorithm = props.get("ssl.endpoint.identification.algorithm")
+    if algorithm is not None:
+        if algorithm.lower() not in ("", "https"):
+            raise ClientPropertiesError(
+                f"{props.where('ssl.endpoint.identification.algorithm')}: ssl.endpoint.identification.algorithm "
+                "must be https (verify the broker's host name) or empty (do not)"
+            )
+        options["ssl.endpoint.identification.algorithm"] = "https" if algorithm else "none"
+    return options, inline
+
+
+def _refuse_non_pem_stores(props: _Props) -> None:
+    for store in ("truststore", "keystore"):
+        kind = props.get(f"ssl.{store}.type")
+        used = [k for k in props.raw if k.startswith(f"ssl.{store}.") and k != f"ssl.{store}.type"]
+        if used and (kind or "JKS").upper() != "PEM":
+            key = f"ssl.{store}.type"
+            at = props.where(key) if key in props else props.where(used[0])
+            raise ClientPropertiesError(
+                f"{at}: ssl.{store}.type is {(kind or 'JKS (the default)').upper()}: only PEM stores are "
+                f"supported: convert the store to PEM and set ssl.{store}.type=PEM"
+            )
+
+
+def _truststore(props: _Props, options: dict[str, str], inline: dict[str, str]) -> None:
+    """ssl.ca.location, from a PEM file or inline certificates."""
+    location, inline_ca = props.get("ssl.truststore.location"), props.get("ssl.truststore.certificates")
+    if location and inline_ca:
+        raise ClientPropertiesError(
+            f"{props.where('ssl.truststore.certificates')}: give ssl.truststore.location or "
+            "ssl.truststore.certificates, not both"
+        )
+    if location:
+        options["ssl.ca.location"] = location
+    elif inline_ca:
+        inline["ssl.ca.location"] = _pem(inline_ca, "CERTIFICATE", "ssl.truststore.certificates", props.where)
+
+
+def _keystore(props: _Props, options: dict[str, str], inline: dict[str, str]) -> bool:
+    """The client certificate and key, from a PEM file or inline; whether there is a client key."""
+    keystore = props.get("ssl.keystore.location")
+    chain, key_pem = props.get("ssl.keystore.certificate.chain"), props.get("ssl.keystore.key")
+    if keystore and (chain or key_pem):
+        raise ClientPropertiesError(
+            f"{props.where('ssl.keystore.location')}: give ssl.keystore.location or "
+            "ssl.keystore.certificate.chain with ssl.keystore.key, not both"
+        )
+    if keystore:
+        # One PEM file holding the private key and the certificate chain (Kafka's layout):
+        # OpenSSL and Python's ssl read each part from it.
+        options["ssl.certificate.location"] = keystore
+        options["ssl.key.location"] = keystore
+    elif chain or key_pem:
+        if not (chain and key_pem):
+            missing = "ssl.keystore.key" if chain else "ssl.keystore.certificate.chain"
+            present = "ssl.keystore.certificate.chain" if chain else "ssl.keystore.key"
+            raise ClientPropertiesError(f"{props.where(present)}: {present} needs {missing} too")
+        inline["ssl.certificate.location"] = _pem(
+            chain, "CERTIFICATE", "ssl.keystore.certificate.chain", props.where
+        )
+        inline["ssl.key.location"] = _pem(key_pem, "PRIVATE KEY", "ssl.keystore.key", props.where)
+    return bool(keystore or chain)
 
 
 _PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.S)
