@@ -22,6 +22,7 @@ from kafka_health.models.policy import (
     parse_duration,
     parse_spec,
 )
+from kafka_health.plan.windows import next_opening
 from kafka_health.resources.crd import crd, model_schema
 
 MINIMAL = {"cluster": {"bootstrapServers": ["a:9092"]}}
@@ -133,7 +134,10 @@ def test_the_one_window_reaches_spark_unchanged() -> None:
 def test_a_cron_schedule_on_29_february_is_valid() -> None:
     """It fires every 4 years: rare, but it fires."""
     window = {"schedule": "0 0 29 2 *", "duration": "1h"}
-    parse_spec({**MINIMAL, "remediation": {"maintenanceWindows": [window]}})
+    spec = parse_spec({**MINIMAL, "remediation": {"maintenanceWindows": [window]}})
+    (parsed,) = spec.remediation.maintenance_windows or []
+    assert next_opening(parsed, datetime(2027, 1, 1, tzinfo=UTC)) == datetime(2028, 2, 29, tzinfo=UTC)
+    assert next_opening(parsed, datetime(2028, 2, 29, 0, 1, tzinfo=UTC)) == datetime(2032, 2, 29, tzinfo=UTC)
 
 
 def test_why_r_is_refused_croniter_picks_a_new_random_minute_each_time() -> None:
@@ -144,8 +148,29 @@ def test_why_r_is_refused_croniter_picks_a_new_random_minute_each_time() -> None
 
 
 def test_month_and_day_names_with_r_or_h_are_not_taken_for_random_values() -> None:
+    """MAR and THU are names, not croniter's R and H: the window opens on the Thursdays of March
+    and April at 02:00, the same at every evaluation."""
     window = {"schedule": "0 2 * MAR,APR THU", "duration": "1h"}
-    parse_spec({**MINIMAL, "remediation": {"maintenanceWindows": [window]}})
+    spec = parse_spec({**MINIMAL, "remediation": {"maintenanceWindows": [window]}})
+    (parsed,) = spec.remediation.maintenance_windows or []
+    starts = []
+    now = datetime(2027, 1, 1, tzinfo=UTC)
+    for _ in range(10):
+        start = next_opening(parsed, now)
+        assert start is not None
+        starts.append(start)
+        now = start
+    assert [s.date().isoformat() for s in starts] == [
+        "2027-03-04", "2027-03-11", "2027-03-18", "2027-03-25",
+        "2027-04-01", "2027-04-08", "2027-04-15", "2027-04-22", "2027-04-29",
+        "2028-03-02",
+    ]  # fmt: skip
+    assert all(s.weekday() == 3 and (s.hour, s.minute) == (2, 0) for s in starts)
+    assert (
+        starts[0]
+        == datetime(2027, 3, 4, 2, 0, tzinfo=UTC)
+        == next_opening(parsed, datetime(2027, 1, 1, tzinfo=UTC))
+    )
 
 
 @pytest.mark.parametrize(
