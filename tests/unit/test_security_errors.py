@@ -13,6 +13,7 @@ from kafka_health.collect.security_errors import (
     TlsCause,
     authorization_denied,
     classify_connection_errors,
+    is_authorization_failure,
     kafka_key_names,
     kind_of,
     tls_cause,
@@ -151,6 +152,18 @@ def test_offset_commit_refused_on_the_topic_names_read_on_that_topic() -> None:
 
 def test_other_errors_are_not_authorization() -> None:
     assert authorization_denied("quorum", "KafkaTimeoutError: timed out") is None
+
+
+def test_an_authorization_code_is_matched_as_a_whole_word() -> None:
+    """Codes are matched as the names the reason carries, wherever the call put them (after a
+    partition's prefix, bare), never as part of another word or of the message's wording."""
+    assert authorization_denied("offsets:t", "earliest offset: TOPIC_AUTHORIZATION_FAILED: x") is not None
+    assert authorization_denied("partitions:t", "TOPIC_AUTHORIZATION_FAILED", "t") is not None
+    assert authorization_denied("quorum", "MY_CLUSTER_AUTHORIZATION_FAILED_X: x") is None
+    assert authorization_denied("quorum", "UNKNOWN: Broker: Cluster authorization failed") is None
+    assert is_authorization_failure("log dir: TransactionalIdAuthorizationFailedError: x")
+    assert is_authorization_failure("DELEGATION_TOKEN_AUTHORIZATION_FAILED: x")
+    assert not is_authorization_failure("SASL_AUTHENTICATION_FAILED: authorization failed")
 
 
 def test_bad_ca_and_hostname_mismatch_share_a_text_so_the_message_names_both_fixes() -> None:

@@ -287,6 +287,7 @@ _AUTHZ_CODES = {
     "CLUSTER_AUTHORIZATION_FAILED": "CLUSTER",
     "ClusterAuthorizationFailedError": "CLUSTER",
 }
+_ERROR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _KAFKA_ACLS_FLAG = {"CLUSTER": "--cluster", "TOPIC": "--topic", "GROUP": "--group"}
 # A call that needs another operation on a second resource type (OffsetCommit: READ on the topic too).
 _SECOND_ACL = {("alter_consumer_group_offsets", "TOPIC"): "READ"}
@@ -298,7 +299,8 @@ def authorization_denied(part: str, reason: str, resource: str | None = None) ->
     (`quorum`, `configs:<topic>`, `group:<id>`, …) or an admin call name (`elect_leaders`,
     `alter_consumer_group_offsets:<group>`); `resource` names the resource when the error is
     about another one than the part's (the topic of a group's offset commit)."""
-    resource_type = next((rt for code, rt in _AUTHZ_CODES.items() if code in reason), None)
+    codes = error_codes(reason)
+    resource_type = next((rt for code, rt in _AUTHZ_CODES.items() if code in codes), None)
     if resource_type is None:
         return None
     kind, _, name = part.partition(":")
@@ -313,6 +315,24 @@ def authorization_denied(part: str, reason: str, resource: str | None = None) ->
         f"{Kind.AUTHORIZATION}: the principal lacks {operation} on {resource_type} {resource} "
         f"(grant it: kafka-acls --add --allow-principal User:<name> --operation "
         f"{operation.title().replace('_', '')} {target}; see the ACL table in docs/policy.md)"
+    )
+
+
+def error_codes(reason: str) -> frozenset[str]:
+    """The words of `reason` that can be Kafka error codes, to match codes as whole names.
+
+    A reason crosses the client process as text (`admin_api.describe_error`: librdkafka's code
+    name, such as `TOPIC_AUTHORIZATION_FAILED`, or kafka-python's error class, such as
+    `ClusterAuthorizationFailedError`, then the message). A code is matched as one whole word of
+    it, never as part of a word or of the message's wording."""
+    return frozenset(_ERROR_NAME.findall(reason))
+
+
+def is_authorization_failure(reason: str) -> bool:
+    """`reason` carries a Kafka authorization error code: any `*_AUTHORIZATION_FAILED`
+    (librdkafka's names) or `*AuthorizationFailedError` (kafka-python's classes)."""
+    return any(
+        code.endswith(("_AUTHORIZATION_FAILED", "AuthorizationFailedError")) for code in error_codes(reason)
     )
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from kafka_health.collect import security_errors
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin, Partial
 from kafka_health.models.snapshot import LogDir
 
@@ -44,7 +45,6 @@ GRANT_TOPIC = (
     "grant it: kafka-acls --add --allow-principal User:<name> --operation Describe --topic '*' "
     "(or each topic); see the ACL table in docs/policy.md"
 )
-_AUTHORIZATION_WORDS = ("AUTHORIZATION_FAILED", "AuthorizationFailed", "authorization denied")
 MAX_NAMED_TOPICS = 5
 
 
@@ -107,7 +107,9 @@ def _partial_note(unread: tuple[int, ...], what: str) -> str:
 
 
 def _is_denied(reason: str) -> bool:
-    return any(word in reason for word in _AUTHORIZATION_WORDS)
+    """An authorization failure: a Kafka authorization error code, or this module's own message
+    for one (`security_errors.Kind.AUTHORIZATION`'s phrase, which `authorization_denied` writes)."""
+    return security_errors.is_authorization_failure(reason) or security_errors.Kind.AUTHORIZATION in reason
 
 
 def compare(
