@@ -1,7 +1,8 @@
 """The docs stay in step with the repository: every relative link leads to a file (and heading)
-that exists, every repository file a doc names in backticks exists, nothing cites a path outside
-the repository, the Python signatures the docs quote are the code's, and the README's Layout
-names every package and top-level folder; docs/design.md states the import layers of pyproject.toml.
+that exists; every repository file and `kafka_health…` name a doc gives in backticks exists;
+nothing cites a path outside the repository; the Python signatures the docs quote are the code's;
+the README's Layout names every package and top-level folder; docs/design.md states the import
+layers of pyproject.toml.
 
 The signature convention (README, "House rules"): a fenced ```python block whose first line is a
 comment naming a module (`# kafka_health.remediate.leader_election`) and whose body is `def`
@@ -277,3 +278,36 @@ def test_the_design_map_states_the_import_layers_of_pyproject() -> None:
     assert [line.strip() for line in block.strip().splitlines()] == [
         " ".join(layer.split()) for layer in layers
     ]
+
+
+DOTTED = re.compile(r"`(kafka_health(?:_spark)?(?:\.\w+)+)(?:\([^`]*\))?`")
+
+
+def importable(name: str) -> bool:
+    """The longest importable module prefix of `name` has the rest as attributes."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+def test_every_dotted_name_a_doc_gives_is_in_the_code() -> None:
+    """`kafka_health.x.y` in a doc is a module or an attribute of one, or a name the code spells
+    as a string (a logger's)."""
+    sources = "\n".join(p.read_text() for package in PACKAGES for p in package.rglob("*.py"))
+    wrong = {
+        f"{doc.relative_to(ROOT)}: {name}"
+        for doc in DOCS
+        if doc.name not in DATED
+        for name in set(DOTTED.findall(doc.read_text()))
+        if not importable(name) and f'"{name}"' not in sources
+    }
+    assert wrong == set()
