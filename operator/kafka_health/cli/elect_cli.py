@@ -28,10 +28,11 @@ from kafka_health.cli.remediation_cli import (
     _refuse,
     _table,
 )
-from kafka_health.collect.kafka_admin import AdminCallError
+from kafka_health.collect.kafka_admin import AdminCallError, ClusterMetadata, KafkaAdmin
 from kafka_health.models.snapshot import ClusterSnapshot, Partition
-from kafka_health.plan.leader_election_plan import electable, plan_preferred_election
+from kafka_health.plan.leader_election_plan import ElectionPlan, electable, plan_preferred_election
 from kafka_health.remediate import access
+from kafka_health.remediate.leader_election import ElectionOutcome, ElectionStatus, execute_election
 
 
 def _reason_not_electable(p: Partition, alive: set[int]) -> str:
@@ -41,7 +42,7 @@ def _reason_not_electable(p: Partition, alive: set[int]) -> str:
     return f"preferred {preferred} not in ISR"
 
 
-def elect_leaders(  # noqa: C901, PLR0912, PLR0915
+def elect_leaders(
     bootstrap_servers: Bootstrap,
     command_config: kafka_options.CommandConfig = None,
     topic: Annotated[
@@ -70,32 +71,13 @@ def elect_leaders(  # noqa: C901, PLR0912, PLR0915
     topic or partitions, or Kafka refused the election for the ALTER on CLUSTER ACL; nothing elected).
     """
     quiet.start(verbose, log_file)
-    from kafka_health.remediate.leader_election import ElectionStatus, execute_election
-
     with _admin(bootstrap_servers, command_config) as admin:
-        try:
-            md = admin.metadata()
-        except AdminCallError as exc:
-            raise _fail(f"cannot read the cluster metadata: {exc.reason}") from None
-        partitions = md.partitions
-        listed = {p.topic for p in partitions}
-        if topic:
-            check = access.check_named_topics(admin, topic, listed)
-            if not check.ok:
-                raise _refuse(check.problems(), "nothing elected")
-            partitions = [p for p in partitions if p.topic in set(topic)]
-        elif (hidden := access.hidden_refusal(admin, md)) is not None:
-            # An election of "every partition" over a partial view would claim what it did not do.
-            raise _refuse([hidden], "nothing elected: an election of all partitions needs to see them all")
+        md, partitions = _visible_partitions(admin, topic)
         snapshot = ClusterSnapshot(
             cluster=bootstrap_servers, taken_at=datetime.now(UTC), brokers=md.brokers, partitions=partitions
         )
         plan = plan_preferred_election(snapshot, batch_size=batch_size)
-        alive = {b.id for b in md.brokers}
-        off = [p for p in partitions if p.preferred_leader is not None and p.leader != p.preferred_leader]
         outcome = execute_election(admin, plan) if execute and not plan.empty else None
-
-    results = {(r.topic, r.partition): r for r in outcome.partitions} if outcome else {}
     if output is Output.json:
         doc: dict[str, Any] = {
             "plan": plan.model_dump(mode="json"),
@@ -104,61 +86,90 @@ def elect_leaders(  # noqa: C901, PLR0912, PLR0915
         }
         typer.echo(json.dumps(doc, indent=2))
     else:
-        rows = []
-        for p in off:
-            key = (p.topic, p.partition)
-            if electable(p, alive):
-                r = results.get(key)
-                action = (
-                    (
-                        r.status.value
-                        + (f" ({r.message})" if r.message and r.status.value != "elected" else "")
-                    )
-                    if r
-                    else "elect"
-                )
-            else:
-                action = "skip: " + _reason_not_electable(p, alive)
-            leader = "none" if p.leader is None else str(p.leader)
-            rows.append(
-                [
-                    p.topic,
-                    str(p.partition),
-                    f"{leader} -> {p.preferred_leader}",
-                    ",".join(map(str, p.isr)),
-                    action,
-                ]
-            )
-        mode = "EXECUTED" if execute else "DRY RUN (use --execute to elect)"
-        if outcome is not None and not outcome.succeeded:
-            mode = "REFUSED BY KAFKA" if outcome.denied() else "EXECUTED, SOME FAILED"
-        typer.echo(
-            f"Preferred leader election, {mode}: {len(plan.partitions)} partition(s) to elect in "
-            f"{len(plan.batches)} batch(es) of at most {batch_size}"
+        _print_table(
+            plan, outcome, _rows(partitions, {b.id for b in md.brokers}, outcome), execute, batch_size
         )
-        if rows:
-            typer.echo(
-                _table(
-                    ["TOPIC", "PARTITION", "LEADER -> PREFERRED", "ISR", "RESULT" if execute else "PLAN"],
-                    rows,
-                ),
-                nl=False,
-            )
-        else:
-            typer.echo("Every partition is led by its preferred replica.")
-        if outcome is not None:
-            elected = [str(p) for p in outcome.partitions if p.status is ElectionStatus.ELECTED]
-            not_needed = [str(p) for p in outcome.partitions if p.status is ElectionStatus.NOT_NEEDED]
-            if elected:
-                typer.echo(
-                    f"Successfully completed leader election (PREFERRED) for partitions {', '.join(elected)}"
-                )
-            if not_needed:
-                typer.echo(f"Valid replica already elected for partitions {', '.join(not_needed)}")
-            typer.echo(outcome.summary())
     if outcome is not None and not outcome.succeeded:
         _denied("elect_leaders", ((p.message, None) for p in outcome.partitions))
         # Kafka refused the election for an ACL (ALTER on CLUSTER) and nothing was elected: it
         # could not run, like any other authorization error; 1 is for a run that did part.
         refused = outcome.denied() is not None and outcome.count(ElectionStatus.ELECTED) == 0
         raise typer.Exit(FAILED if refused else PARTIAL)
+
+
+def _visible_partitions(
+    admin: KafkaAdmin, topic: list[str] | None
+) -> tuple[ClusterMetadata, list[Partition]]:
+    """The metadata and the partitions to elect among (--topic, or all); exit 3 when what the
+    election acts on is hidden from the principal."""
+    try:
+        md = admin.metadata()
+    except AdminCallError as exc:
+        raise _fail(f"cannot read the cluster metadata: {exc.reason}") from None
+    partitions = md.partitions
+    listed = {p.topic for p in partitions}
+    if topic:
+        check = access.check_named_topics(admin, topic, listed)
+        if not check.ok:
+            raise _refuse(check.problems(), "nothing elected")
+        partitions = [p for p in partitions if p.topic in set(topic)]
+    elif (hidden := access.hidden_refusal(admin, md)) is not None:
+        # An election of "every partition" over a partial view would claim what it did not do.
+        raise _refuse([hidden], "nothing elected: an election of all partitions needs to see them all")
+    return md, partitions
+
+
+def _rows(partitions: list[Partition], alive: set[int], outcome: ElectionOutcome | None) -> list[list[str]]:
+    """One row per partition not led by its preferred replica: what is (or was) done with it."""
+    results = {(r.topic, r.partition): r for r in outcome.partitions} if outcome else {}
+    rows = []
+    for p in partitions:
+        if p.preferred_leader is None or p.leader == p.preferred_leader:
+            continue
+        if electable(p, alive):
+            r = results.get((p.topic, p.partition))
+            action = (
+                (r.status.value + (f" ({r.message})" if r.message and r.status.value != "elected" else ""))
+                if r
+                else "elect"
+            )
+        else:
+            action = "skip: " + _reason_not_electable(p, alive)
+        leader = "none" if p.leader is None else str(p.leader)
+        rows.append(
+            [
+                p.topic,
+                str(p.partition),
+                f"{leader} -> {p.preferred_leader}",
+                ",".join(map(str, p.isr)),
+                action,
+            ]
+        )
+    return rows
+
+
+def _print_table(
+    plan: ElectionPlan, outcome: ElectionOutcome | None, rows: list[list[str]], execute: bool, batch_size: int
+) -> None:
+    mode = "EXECUTED" if execute else "DRY RUN (use --execute to elect)"
+    if outcome is not None and not outcome.succeeded:
+        mode = "REFUSED BY KAFKA" if outcome.denied() else "EXECUTED, SOME FAILED"
+    typer.echo(
+        f"Preferred leader election, {mode}: {len(plan.partitions)} partition(s) to elect in "
+        f"{len(plan.batches)} batch(es) of at most {batch_size}"
+    )
+    if rows:
+        header = ["TOPIC", "PARTITION", "LEADER -> PREFERRED", "ISR", "RESULT" if execute else "PLAN"]
+        typer.echo(_table(header, rows), nl=False)
+    else:
+        typer.echo("Every partition is led by its preferred replica.")
+    if outcome is not None:
+        elected = [str(p) for p in outcome.partitions if p.status is ElectionStatus.ELECTED]
+        not_needed = [str(p) for p in outcome.partitions if p.status is ElectionStatus.NOT_NEEDED]
+        if elected:
+            typer.echo(
+                f"Successfully completed leader election (PREFERRED) for partitions {', '.join(elected)}"
+            )
+        if not_needed:
+            typer.echo(f"Valid replica already elected for partitions {', '.join(not_needed)}")
+        typer.echo(outcome.summary())

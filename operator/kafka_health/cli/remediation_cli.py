@@ -175,51 +175,61 @@ def _print_plan(plan: OffsetResetPlan, output: Output, what: str) -> None:
     )
 
 
-def reset_offsets(  # noqa: C901, PLR0915
+Group = Annotated[str, typer.Option("--group", "-g", help="Consumer group id.")]
+Topics = Annotated[
+    list[str] | None,
+    typer.Option("--topic", "-t", help="TOPIC (all partitions) or TOPIC:0,1 (repeatable)."),
+]
+ToEarliest = Annotated[bool, typer.Option("--to-earliest", help="To the log start offset.")]
+ToLatest = Annotated[bool, typer.Option("--to-latest", help="To the log end offset.")]
+ToDatetime = Annotated[
+    str | None,
+    typer.Option(
+        "--to-datetime", help="To the first offset at or after this ISO 8601 time (UTC if no zone)."
+    ),
+]
+ByDuration = Annotated[
+    str | None,
+    typer.Option("--by-duration", help="To the first offset at or after now minus this (PnDTnHnM or 30m)."),
+]
+ShiftBy = Annotated[
+    int | None, typer.Option("--shift-by", help="Move the committed offset by N (negative: back).")
+]
+ToOffset = Annotated[int | None, typer.Option("--to-offset", help="To this offset.")]
+SaveTo = Annotated[
+    Path | None,
+    typer.Option(
+        "--save-to",
+        help="With --execute: save the offsets before the reset here (JSON; a .csv "
+        "beside it for kafka-consumer-groups --from-file). Default: ./<group>-offsets-<time>.json.",
+    ),
+]
+FromFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--from-file",
+        help="Roll back: restore the offsets saved in this file (offsets.json, "
+        "or topic,partition,offset CSV).",
+        exists=True,
+        dir_okay=False,
+    ),
+]
+
+
+def reset_offsets(
     bootstrap_servers: Bootstrap,
-    group: Annotated[str, typer.Option("--group", "-g", help="Consumer group id.")],
+    group: Group,
     command_config: kafka_options.CommandConfig = None,
-    topic: Annotated[
-        list[str] | None,
-        typer.Option("--topic", "-t", help="TOPIC (all partitions) or TOPIC:0,1 (repeatable)."),
-    ] = None,
-    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="To the log start offset.")] = False,
-    to_latest: Annotated[bool, typer.Option("--to-latest", help="To the log end offset.")] = False,
-    to_datetime: Annotated[
-        str | None,
-        typer.Option(
-            "--to-datetime", help="To the first offset at or after this ISO 8601 time (UTC if no zone)."
-        ),
-    ] = None,
-    by_duration: Annotated[
-        str | None,
-        typer.Option(
-            "--by-duration", help="To the first offset at or after now minus this (PnDTnHnM or 30m)."
-        ),
-    ] = None,
-    shift_by: Annotated[
-        int | None, typer.Option("--shift-by", help="Move the committed offset by N (negative: back).")
-    ] = None,
-    to_offset: Annotated[int | None, typer.Option("--to-offset", help="To this offset.")] = None,
+    topic: Topics = None,
+    to_earliest: ToEarliest = False,
+    to_latest: ToLatest = False,
+    to_datetime: ToDatetime = None,
+    by_duration: ByDuration = None,
+    shift_by: ShiftBy = None,
+    to_offset: ToOffset = None,
     execute: Execute = False,
-    save_to: Annotated[
-        Path | None,
-        typer.Option(
-            "--save-to",
-            help="With --execute: save the offsets before the reset here (JSON; a .csv "
-            "beside it for kafka-consumer-groups --from-file). Default: ./<group>-offsets-<time>.json.",
-        ),
-    ] = None,
-    from_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--from-file",
-            help="Roll back: restore the offsets saved in this file (offsets.json, "
-            "or topic,partition,offset CSV).",
-            exists=True,
-            dir_okay=False,
-        ),
-    ] = None,
+    save_to: SaveTo = None,
+    from_file: FromFile = None,
     output: OutputOpt = Output.table,
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
@@ -237,16 +247,15 @@ def reset_offsets(  # noqa: C901, PLR0915
     (group not Empty, --save-to file exists).
     """
     quiet.start(verbose, log_file)
-    strategies = sum(
-        [
-            to_earliest,
-            to_latest,
-            to_datetime is not None,
-            by_duration is not None,
-            shift_by is not None,
-            to_offset is not None,
-        ]
-    )
+    strategy = {
+        "earliest": True if to_earliest else None,
+        "latest": True if to_latest else None,
+        "toDatetime": to_datetime,
+        "byDuration": by_duration,
+        "shiftBy": shift_by,
+        "toOffset": to_offset,
+    }
+    strategies = sum(value is not None for value in strategy.values())
     if from_file is not None:
         if strategies:
             raise _fail("--from-file restores saved offsets: give no other strategy")
@@ -259,30 +268,46 @@ def reset_offsets(  # noqa: C901, PLR0915
         )
     if not topic:
         raise _fail("name what to reset: --topic TOPIC or --topic TOPIC:0,1")
+    request = _request(group, topic, strategy)
+    _reset(bootstrap_servers, command_config, request, group, save_to, execute, output)
+
+
+def _request(group: str, topic: list[str], strategy: dict[str, Any]) -> OffsetResetRequest:
+    """The operator's OffsetResetRequest for this command line (exit 3 naming what is invalid)."""
     try:
         whole, parts = _targets(topic)
-        request = OffsetResetRequest.model_validate(
+        to_datetime, by_duration = strategy["toDatetime"], strategy["byDuration"]
+        return OffsetResetRequest.model_validate(
             {
                 "id": "cli",
                 "group": group,
                 "topics": whole or None,
                 "partitions": parts or None,
-                "earliest": True if to_earliest else None,
-                "latest": True if to_latest else None,
+                **strategy,
                 "toDatetime": parse_cli_datetime(to_datetime) if to_datetime else None,
                 "byDuration": parse_cli_duration(by_duration) if by_duration else None,
-                "shiftBy": shift_by,
-                "toOffset": to_offset,
             }
         )
     except (ValueError, ValidationError) as exc:
         detail = "; ".join(e["msg"] for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
         raise _fail(f"invalid request: {detail}") from None
 
+
+def _reset(
+    bootstrap: str,
+    command_config: Path | None,
+    request: OffsetResetRequest,
+    group: str,
+    save_to: Path | None,
+    execute: bool,
+    output: Output,
+) -> None:
+    """Plan the reset live; refuse it (printing the plan as NOT EXECUTED), print it as a dry
+    run, or save the offsets and reset them."""
     from kafka_health.remediate.offset_reset import FileStore, apply_offset_reset, plan_live
 
     now = datetime.now(UTC)
-    with _admin(bootstrap_servers, command_config) as admin:
+    with _admin(bootstrap, command_config) as admin:
         try:
             plan, live_group = plan_live(admin, request, now)
         except AdminCallError as exc:
@@ -291,23 +316,29 @@ def reset_offsets(  # noqa: C901, PLR0915
             raise _refuse(exc.problems, "nothing reset") from None
         path = save_to or Path(f"{group}-offsets-{now.strftime('%Y%m%dT%H%M%SZ')}.json")
         # Refusals first, then the plan for reference: a refused reset never reads "EXECUTING".
-        refusal: tuple[str, int] | None = None
-        if not plan.executable:
-            refusal = ("; ".join([*plan.problems, *plan.missing][:10]) or "a partition has no target", FAILED)
-        elif busy := _not_empty(live_group):
-            refusal = (busy, REFUSED)
-        elif execute and path.exists():
-            refusal = (_save_to_exists(path), REFUSED)
-        if refusal is not None:
+        if (refusal := _refusal(plan, live_group, execute, path)) is not None:
             typer.secho(f"error: {refusal[0]}", fg=typer.colors.RED, err=True)
             _print_plan(plan, output, "NOT EXECUTED")
             raise typer.Exit(refusal[1])
         _print_plan(plan, output, "EXECUTING" if execute else "DRY RUN (use --execute to reset)")
         if not execute:
             return
-        store = FileStore(path)
-        outcome = apply_offset_reset(admin, store, plan, saved_name=str(path))
+        outcome = apply_offset_reset(admin, FileStore(path), plan, saved_name=str(path))
     _report(outcome, output, path)
+
+
+def _refusal(
+    plan: OffsetResetPlan, live_group: ConsumerGroup | None, execute: bool, path: Path
+) -> tuple[str, int] | None:
+    """Why the reset may not run, with its exit code: no target (3), the group not Empty or the
+    --save-to file there already (4); None when it may."""
+    if not plan.executable:
+        return ("; ".join([*plan.problems, *plan.missing][:10]) or "a partition has no target", FAILED)
+    if busy := _not_empty(live_group):
+        return (busy, REFUSED)
+    if execute and path.exists():
+        return (_save_to_exists(path), REFUSED)
+    return None
 
 
 def _save_to_exists(path: Path) -> str:
