@@ -72,17 +72,8 @@ def apply_decision(
         )
     elif not decision.acts:
         out.pending_plan = None
-    restarts = list(status.rolling_restarts or [])
-    resets = list(status.offset_resets or [])
-    for u in decision.request_updates:
-        if u.action is ActionType.ROLLING_RESTART:
-            restarts = _upsert_restart(restarts, u, now)
-        elif u.action is ActionType.OFFSET_RESET:
-            resets = _upsert_reset(resets, u, (groups or {}).get(u.id, ""), now)
-    out.rolling_restarts = restarts or None
-    out.offset_resets = resets or None
+    _apply_request_updates(out, status, decision, now, groups or {})
     out.remediation_summary = decision.reason[:256]
-    conditions = list(out.conditions or [])
     current = out.current_remediation
     if (
         current is not None
@@ -97,54 +88,61 @@ def apply_decision(
             }
         )
     if decision.roll_wait is not None and decision.verdict is Verdict.NONE:
+        out.remediation_summary = decision.roll_wait.message[:256]
+    reason, message, remediating = _remediating(status, decision)
+    out.conditions = set_condition(
+        list(out.conditions or []),
+        ConditionType.REMEDIATING,
+        ConditionStatus.TRUE if remediating else ConditionStatus.FALSE,
+        reason,
+        message[:1024],
+        now,
+        generation,
+    )
+    return out
+
+
+def _apply_request_updates(
+    out: KafkaHealthPolicyStatus,
+    status: KafkaHealthPolicyStatus,
+    decision: Decision,
+    now: datetime,
+    groups: dict[str, str],
+) -> None:
+    """The decision's request results (by id) into `out`."""
+    restarts = list(status.rolling_restarts or [])
+    resets = list(status.offset_resets or [])
+    for u in decision.request_updates:
+        if u.action is ActionType.ROLLING_RESTART:
+            restarts = _upsert_restart(restarts, u, now)
+        elif u.action is ActionType.OFFSET_RESET:
+            resets = _upsert_reset(resets, u, groups.get(u.id, ""), now)
+    out.rolling_restarts = restarts or None
+    out.offset_resets = resets or None
+
+
+def _remediating(status: KafkaHealthPolicyStatus, decision: Decision) -> tuple[str, str, bool]:
+    """The Remediating condition after `decision`: (reason, message, True when remediating): a
+    roll waiting for safety, an action in flight held, acting or resuming, else why nothing runs."""
+    if decision.roll_wait is not None and decision.verdict is Verdict.NONE:
         wait = decision.roll_wait
-        out.remediation_summary = wait.message[:256]
-        conditions = set_condition(
-            conditions,
-            ConditionType.REMEDIATING,
-            ConditionStatus.TRUE,
-            wait.reason.value,
-            wait.message[:1024],
-            now,
-            generation,
-        )
-    elif status.current_remediation is not None and decision.verdict is Verdict.NONE and decision.withheld:
-        conditions = set_condition(
-            conditions,
-            ConditionType.REMEDIATING,
-            ConditionStatus.TRUE,
-            decision.withheld[0].reason.value,
-            decision.reason[:1024],
-            now,
-            generation,
-        )
-    elif status.current_remediation is not None or decision.acts:
+        return wait.reason.value, wait.message, True
+    if status.current_remediation is not None and decision.verdict is Verdict.NONE and decision.withheld:
+        return decision.withheld[0].reason.value, decision.reason, True
+    if status.current_remediation is not None or decision.acts:
         what = decision.action.summary if decision.action is not None else decision.reason
         acting = StateReason.RESUMING if decision.verdict is Verdict.RESUME else StateReason.ACTING
-        conditions = set_condition(
-            conditions, ConditionType.REMEDIATING, ConditionStatus.TRUE, acting, what[:1024], now, generation
+        return acting, what, True
+    first = decision.withheld[0] if decision.withheld else None
+    reason: str = (
+        first.reason.value
+        if first is not None
+        else (
+            WithheldReason.AWAITING_APPROVAL
+            if decision.verdict is Verdict.AWAIT_APPROVAL
+            else WithheldReason.DRY_RUN
+            if decision.verdict is Verdict.DRY_RUN
+            else StateReason.IDLE
         )
-    else:
-        first = decision.withheld[0] if decision.withheld else None
-        reason: str = (
-            first.reason.value
-            if first is not None
-            else (
-                WithheldReason.AWAITING_APPROVAL
-                if decision.verdict is Verdict.AWAIT_APPROVAL
-                else WithheldReason.DRY_RUN
-                if decision.verdict is Verdict.DRY_RUN
-                else StateReason.IDLE
-            )
-        )
-        conditions = set_condition(
-            conditions,
-            ConditionType.REMEDIATING,
-            ConditionStatus.FALSE,
-            reason,
-            decision.reason[:1024],
-            now,
-            generation,
-        )
-    out.conditions = conditions
-    return out
+    )
+    return reason, decision.reason, False

@@ -176,7 +176,32 @@ def _counts(diagnosis: Diagnosis) -> dict[str, int]:
     return out
 
 
-def status_after_cycle(  # noqa: PLR0915
+@dataclass
+class _Conditions:
+    """The conditions being set by one cycle (`set_condition` with its clock and generation)."""
+
+    items: list[Condition]
+    now: datetime
+    generation: int | None
+
+    def set(self, t: ConditionType, s: ConditionStatus, reason: str, message: str) -> None:
+        self.items = set_condition(self.items, t, s, reason, message, self.now, self.generation)
+
+    def halted(self) -> bool:
+        """A halted roll's Degraded of this generation: it stays until the spec changes."""
+        return any(
+            c.type == ConditionType.DEGRADED
+            and c.status == ConditionStatus.TRUE
+            and c.reason == HALTED
+            and c.observed_generation == self.generation
+            for c in self.items
+        )
+
+
+_ORDER = [ConditionType.READY, ConditionType.HEALTHY, ConditionType.DEGRADED, ConditionType.REMEDIATING]
+
+
+def status_after_cycle(
     previous: KafkaHealthPolicyStatus,
     outcome: CycleOutcome,
     *,
@@ -188,110 +213,111 @@ def status_after_cycle(  # noqa: PLR0915
     """The new status (diagnosis parts only; remediation fields are carried over untouched).
     `interval`: spec.diagnostics.interval; a cycle longer than it (from the snapshot to `now`) is
     slow: Ready=True with reason SlowCycle, lastDiagnosis.slow (report/freshness.py)."""
-    conditions = list(previous.conditions or [])
+    conditions = _Conditions(list(previous.conditions or []), now, generation)
     status = previous.model_copy(deep=True)
     status.observed_generation = generation
     diagnosis = outcome.diagnosis
-
-    def cond(t: ConditionType, s: ConditionStatus, reason: str, message: str) -> None:
-        nonlocal conditions
-        conditions = set_condition(conditions, t, s, reason, message, now, generation)
-
     if outcome.problem is not None:
         p = outcome.problem
-        cond(ConditionType.READY, ConditionStatus.FALSE, p.reason, p.message)
-        cond(ConditionType.DEGRADED, ConditionStatus.TRUE, p.reason, p.message)
-        cond(ConditionType.HEALTHY, ConditionStatus.UNKNOWN, p.reason, "The cluster could not be diagnosed.")
+        conditions.set(ConditionType.READY, ConditionStatus.FALSE, p.reason, p.message)
+        conditions.set(ConditionType.DEGRADED, ConditionStatus.TRUE, p.reason, p.message)
+        conditions.set(
+            ConditionType.HEALTHY, ConditionStatus.UNKNOWN, p.reason, "The cluster could not be diagnosed."
+        )
         status.health = Health.UNKNOWN
     elif diagnosis is not None:
         took = max(now - diagnosis.taken_at, timedelta(0))
         slow = is_slow(took, interval) if interval is not None else None
-        denied = denied_view(diagnosis)
-        if denied is not None:
-            cond(
-                ConditionType.READY, ConditionStatus.FALSE, DegradedReason.KAFKA_AUTHORIZATION_DENIED, denied
-            )
-        elif slow and interval is not None:
-            cond(
-                ConditionType.READY,
-                ConditionStatus.TRUE,
-                StateReason.SLOW_CYCLE,
-                slow_cycle_message(took, interval, diagnosis.taken_at),
-            )
-        else:
-            cond(
-                ConditionType.READY,
-                ConditionStatus.TRUE,
-                StateReason.DIAGNOSED,
-                "The latest cycle read and diagnosed the cluster.",
-            )
-        halted = next(
-            (
-                c
-                for c in conditions
-                if c.type == ConditionType.DEGRADED
-                and c.status == ConditionStatus.TRUE
-                and c.reason == HALTED
-                and c.observed_generation == generation
-            ),
-            None,
-        )
-        if halted is not None:
-            pass  # a halted roll stays Degraded until the spec changes (a new generation)
-        elif outcome.remediation_blockers:
-            b = outcome.remediation_blockers[0]
-            cond(
-                ConditionType.DEGRADED,
-                ConditionStatus.TRUE,
-                b.reason,
-                b.message + " No remediation will run.",
-            )
-        elif unread := unexpected_missing(diagnosis.missing, outcome.planned or {}):
-            parts = ", ".join(unread[:5])
-            cond(
-                ConditionType.DEGRADED,
-                ConditionStatus.TRUE,
-                DegradedReason.CLUSTER_PARTLY_UNREADABLE,
-                f"Could not read: {parts}. Remediation that needs these parts is withheld.",
-            )
-        elif outcome.planned:
-            cond(
-                ConditionType.DEGRADED,
-                ConditionStatus.FALSE,
-                StateReason.PLANNED_RESTART,
-                _planned(outcome.planned),
-            )
-        else:
-            cond(
-                ConditionType.DEGRADED,
-                ConditionStatus.FALSE,
-                StateReason.AS_EXPECTED,
-                "The operator can do its job.",
-            )
-        h_status, h_reason, h_message = _healthy_condition(diagnosis)
-        cond(ConditionType.HEALTHY, h_status, h_reason, h_message)
+        _set_ready(conditions, diagnosis, took, interval, slow=bool(slow))
+        if not conditions.halted():  # a halted roll stays Degraded until the spec changes
+            _set_degraded(conditions, outcome, diagnosis)
+        conditions.set(ConditionType.HEALTHY, *_healthy_condition(diagnosis))
         status.health = health_of(diagnosis)
-        counts = _counts(diagnosis)
-        status.last_diagnosis = LastDiagnosis(
-            at=diagnosis.taken_at,
-            duration_seconds=round(took.total_seconds(), 3),
-            diagnose_seconds=diagnosis.duration_seconds,
-            interval_seconds=interval.total_seconds() if interval is not None else None,
-            slow=slow,
-            total=len(diagnosis.findings),
-            critical=counts["critical"],
-            warning=counts["warning"],
-            info=counts["info"],
-            incidents=len(incidents_of(diagnosis)),
-            missing=diagnosis.missing[:100] or None,
-        )
+        status.last_diagnosis = _last_diagnosis(diagnosis, took, interval, slow)
         status.top_incidents = [summarize_incident(i) for i in incidents_of(diagnosis)[:MAX_TOP_INCIDENTS]]
         status.top_findings = [summarize_finding(f, diagnosis.taken_at) for f in diagnosis.findings[:top_n]]
-    if not any(c.type == ConditionType.REMEDIATING for c in conditions):
-        cond(ConditionType.REMEDIATING, ConditionStatus.FALSE, StateReason.IDLE, "No remediation in flight.")
-    order = [ConditionType.READY, ConditionType.HEALTHY, ConditionType.DEGRADED, ConditionType.REMEDIATING]
-    status.conditions = sorted(conditions, key=lambda c: order.index(c.type))
+    if not any(c.type == ConditionType.REMEDIATING for c in conditions.items):
+        conditions.set(
+            ConditionType.REMEDIATING, ConditionStatus.FALSE, StateReason.IDLE, "No remediation in flight."
+        )
+    status.conditions = sorted(conditions.items, key=lambda c: _ORDER.index(c.type))
     return status
+
+
+def _set_ready(
+    conditions: _Conditions, diagnosis: Diagnosis, took: timedelta, interval: timedelta | None, *, slow: bool
+) -> None:
+    """Ready: False when authorization hides part of the cluster, True (SlowCycle when slow) else."""
+    denied = denied_view(diagnosis)
+    if denied is not None:
+        conditions.set(
+            ConditionType.READY, ConditionStatus.FALSE, DegradedReason.KAFKA_AUTHORIZATION_DENIED, denied
+        )
+    elif slow and interval is not None:
+        conditions.set(
+            ConditionType.READY,
+            ConditionStatus.TRUE,
+            StateReason.SLOW_CYCLE,
+            slow_cycle_message(took, interval, diagnosis.taken_at),
+        )
+    else:
+        conditions.set(
+            ConditionType.READY,
+            ConditionStatus.TRUE,
+            StateReason.DIAGNOSED,
+            "The latest cycle read and diagnosed the cluster.",
+        )
+
+
+def _set_degraded(conditions: _Conditions, outcome: CycleOutcome, diagnosis: Diagnosis) -> None:
+    """Degraded: what blocks remediation, what could not be read (beyond a planned restart's
+    gaps), else False (a planned restart named)."""
+    if outcome.remediation_blockers:
+        b = outcome.remediation_blockers[0]
+        conditions.set(
+            ConditionType.DEGRADED, ConditionStatus.TRUE, b.reason, b.message + " No remediation will run."
+        )
+    elif unread := unexpected_missing(diagnosis.missing, outcome.planned or {}):
+        parts = ", ".join(unread[:5])
+        conditions.set(
+            ConditionType.DEGRADED,
+            ConditionStatus.TRUE,
+            DegradedReason.CLUSTER_PARTLY_UNREADABLE,
+            f"Could not read: {parts}. Remediation that needs these parts is withheld.",
+        )
+    elif outcome.planned:
+        conditions.set(
+            ConditionType.DEGRADED,
+            ConditionStatus.FALSE,
+            StateReason.PLANNED_RESTART,
+            _planned(outcome.planned),
+        )
+    else:
+        conditions.set(
+            ConditionType.DEGRADED,
+            ConditionStatus.FALSE,
+            StateReason.AS_EXPECTED,
+            "The operator can do its job.",
+        )
+
+
+def _last_diagnosis(
+    diagnosis: Diagnosis, took: timedelta, interval: timedelta | None, slow: bool | None
+) -> LastDiagnosis:
+    counts = _counts(diagnosis)
+    return LastDiagnosis(
+        at=diagnosis.taken_at,
+        duration_seconds=round(took.total_seconds(), 3),
+        diagnose_seconds=diagnosis.duration_seconds,
+        interval_seconds=interval.total_seconds() if interval is not None else None,
+        slow=slow,
+        total=len(diagnosis.findings),
+        critical=counts["critical"],
+        warning=counts["warning"],
+        info=counts["info"],
+        incidents=len(incidents_of(diagnosis)),
+        missing=diagnosis.missing[:100] or None,
+    )
 
 
 REMEDIATION_FIELDS = (
@@ -319,8 +345,7 @@ def merge_remediation(
         take.add(ConditionType.DEGRADED)
     kept = [c for c in stored.conditions or [] if c.type not in take]
     conditions = kept + [mine[t] for t in take if t in mine]
-    order = [ConditionType.READY, ConditionType.HEALTHY, ConditionType.DEGRADED, ConditionType.REMEDIATING]
-    out.conditions = sorted(conditions, key=lambda c: order.index(c.type)) or None
+    out.conditions = sorted(conditions, key=lambda c: _ORDER.index(c.type)) or None
     return out
 
 
