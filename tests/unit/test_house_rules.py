@@ -66,7 +66,6 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     # end cli
 }
 LOCAL_IMPORTS_FOR_NOW = {
-    "kafka_health.controller.runtime",
     "kafka_health.diagnose.class_archive",
 }
 

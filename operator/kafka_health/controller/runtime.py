@@ -21,6 +21,7 @@ from kafka_health.controller.cluster_lease import LockSettings, default_replica
 from kafka_health.k8s.client import K8s
 from kafka_health.plan.cluster_lock import DEFAULT_LOCK_TTL
 from kafka_health.report import metrics
+from kafka_health_spark.session import discard_exited_session, driver_exit, get_session, stop_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,16 +72,12 @@ class Runtime:
         with self._spark_lock:
             exited = self.spark_driver_exit()
             if exited is not None:
-                from kafka_health_spark.session import discard_exited_session
-
                 reason = exit_reason(exited)
                 log.error("the Spark driver JVM exited (%s); starting a new one", reason)
                 metrics.SPARK_DRIVER_RESTARTS.labels(reason).inc()
                 discard_exited_session()
                 self._spark = None
             if self._spark is None:
-                from kafka_health_spark.session import get_session
-
                 self._spark = get_session(
                     master=self.settings.spark_master,
                     remote=self.settings.spark_remote,
@@ -94,8 +91,6 @@ class Runtime:
         `wait_s` waits that long for one that may be exiting."""
         if self._spark is None:
             return None
-        from kafka_health_spark.session import driver_exit
-
         return driver_exit(self._spark, wait_s=wait_s)
 
     def mark_unresponsive(self, why: str) -> None:
@@ -108,8 +103,6 @@ class Runtime:
         self.stopping.set()
         with self._spark_lock:
             if self._spark is not None:
-                from kafka_health_spark.session import stop_session
-
                 stop_session()
                 self._spark = None
 
