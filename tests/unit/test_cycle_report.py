@@ -13,7 +13,7 @@ from kafka_health.models.findings import Diagnosis, Finding, Severity, Subject, 
 from kafka_health.models.policy import LastDiagnosis
 from kafka_health.models.reasons import EventReason
 from kafka_health.report import events
-from kafka_health.report.status import CycleOutcome
+from kafka_health.report.status import CycleOutcome, Problem
 
 INTERVAL = timedelta(seconds=60)  # spec.diagnostics.interval
 
@@ -88,3 +88,32 @@ def test_slow_cycle_is_posted_on_the_change_only(posted: list[events.EventSpec])
         posted.clear()
         _cycle(worker, posted, age_s=took, took_s=took, broker=None)
         assert any(e.reason == EventReason.SLOW_CYCLE for e in posted) is expect, took
+
+
+def test_a_problem_is_posted_when_it_starts_or_changes_and_its_end_is_recovered() -> None:
+    """Typed `Reported`: a problem posts one Warning while its reason stays, another when the
+    reason changes, and the next diagnosis posts Recovered first (no incident was open)."""
+    worker = _worker()
+
+    def report(outcome: CycleOutcome) -> list[tuple[str, str]]:
+        out = report_cycle(
+            worker.reported,
+            outcome,
+            written=None,
+            duration_s=1.0,
+            interval=INTERVAL,
+            now=datetime.now(UTC),
+            unix_now=0.0,
+        )
+        worker.reported = out.reported
+        assert out.metrics.degraded is (outcome.problem is not None)
+        return [(e.type, e.reason) for e in out.events]
+
+    unreachable = CycleOutcome(problem=Problem("KafkaUnreachable", "no answer"))
+    assert report(unreachable) == [("Warning", "KafkaUnreachable")]
+    assert report(unreachable) == []
+    assert report(CycleOutcome(problem=Problem("InvalidSpec", "bad"))) == [("Warning", "InvalidSpec")]
+    healthy = Diagnosis(cluster="c", taken_at=datetime.now(UTC), findings=[])
+    assert report(CycleOutcome(diagnosis=healthy)) == [("Normal", EventReason.RECOVERED)]
+    assert report(CycleOutcome(diagnosis=healthy)) == []
+    assert report(unreachable) == [("Warning", "KafkaUnreachable")]
