@@ -27,7 +27,18 @@ echo "== types: mypy"
 mypy
 echo "== layers: import-linter"
 lint-imports
-echo "== tests: pytest"
+# Side by side (pytest-xdist): a whole file per worker (a module's cluster starts once), the
+# longest files first (tests/file_seconds.json; xdist's own reordering by test count is off).
+# Each worker has its own Kafka ports (KAFKA_HEALTH_TEST_PORT + 3200 per worker), clusters and
+# control plane (tests/parallel.py). KAFKA_HEALTH_TEST_WORKERS=0 runs the suite in one process.
+workers=${KAFKA_HEALTH_TEST_WORKERS:-3}
+reports=build/test-reports
+rm -rf "$reports" && mkdir -p "$reports"
+echo "== tests: pytest ($workers workers; reports in $reports)"
 # pytest exits 5 when it collects nothing: that is a failure here, not a pass.
-pytest "$@"
-echo "== make test: done in $(( $(date +%s) - t0 ))s"
+rc=0
+pytest -n "$workers" --dist loadfile --no-loadscope-reorder \
+  --junitxml="$reports/junit.xml" --durations-report "$reports" "$@" || rc=$?
+echo "== reports: $reports/junit.xml, $reports/durations.txt (every file and test, longest first)"
+echo "== make test: done in $(( $(date +%s) - t0 ))s (pytest exit $rc)"
+exit "$rc"

@@ -4,6 +4,10 @@ Environment knobs (all optional):
 - KAFKA_HEALTH_TEST_PORT: first client port of the test cluster (default 29092, clear of the demo's 19092).
 - KAFKA_HEALTH_TEST_TESTBED_DIR: reuse this state dir instead of a fresh temporary one.
 - KAFKA_HEALTH_KEEP_TESTBED=1: leave the cluster running after the session (faster local reruns).
+
+Under pytest-xdist (`-n N`, as hack/test.sh runs the suite) worker gwN adds N * 3200 to
+KAFKA_HEALTH_TEST_PORT and puts its testbed under KAFKA_HEALTH_TEST_TESTBED_DIR/gwN
+(tests/parallel.py): each worker brings its own clusters and control plane.
 """
 
 from __future__ import annotations
@@ -18,13 +22,28 @@ import pytest
 
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
+from tests import parallel
 
 # An undocumented reason (kafka_health.models.reasons) raises instead of being logged, here and in
 # the operator processes the tests start.
 os.environ.setdefault("KAFKA_HEALTH_STRICT_REASONS", "1")
 
-# One control plane per session for every folder that needs it (tests/k8s, tests/ship, …).
-pytest_plugins = ["tests.k8s_fixtures"]
+# One control plane per session for every folder that needs it (tests/k8s, tests/ship, …);
+# `--durations-report DIR` (where the run's time went, written to files).
+pytest_plugins = ["tests.k8s_fixtures", "tests.durations_report"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """An xdist worker's own ports and state dir, in os.environ before any fixture or child process
+    reads them."""
+    parallel.isolate_worker(os.environ)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist the longest files go first (every worker orders alike: xdist checks that they
+    collected the same list); a serial run keeps the collection order."""
+    if parallel.worker_index(os.environ) is not None:
+        items[:] = parallel.longest_files_first(items, parallel.load_file_seconds())
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,81 @@
+"""The suite side by side (tests/parallel.py): each xdist worker its own ports and state, and the
+longest files first, the same order on every worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests import parallel
+from tests.compat import test_kafka39
+from tests.k8s import test_controller_pods, test_controller_roll
+from tests.secured.helpers import PORT_OFFSET
+
+# How far a cluster's ports reach above its offset: client +0..+2 and controllers +100..+102;
+# a secured or Kafka 3.9 cluster also has its inter-broker listener at +200..+202.
+PLAIN_SPAN = 102
+WITH_INTER_BROKER_SPAN = 202
+
+
+def test_a_worker_gets_its_own_port_range_and_state_dir() -> None:
+    env = {
+        "PYTEST_XDIST_WORKER": "gw2",
+        "KAFKA_HEALTH_TEST_PORT": "50092",
+        "KAFKA_HEALTH_TEST_TESTBED_DIR": "/s",
+    }
+    assert parallel.isolate_worker(env) == 2
+    assert env["KAFKA_HEALTH_TEST_PORT"] == str(50092 + 2 * parallel.WORKER_PORT_STRIDE)
+    assert env["KAFKA_HEALTH_TEST_TESTBED_DIR"] == str(Path("/s") / "gw2")
+
+
+def test_the_default_port_is_the_base_and_a_serial_run_is_untouched() -> None:
+    env = {"PYTEST_XDIST_WORKER": "gw1"}
+    parallel.isolate_worker(env)
+    assert env == {
+        "PYTEST_XDIST_WORKER": "gw1",
+        "KAFKA_HEALTH_TEST_PORT": str(29092 + parallel.WORKER_PORT_STRIDE),
+    }
+    for serial in ({}, {"KAFKA_HEALTH_TEST_PORT": "29092"}, {"PYTEST_XDIST_WORKER": "master"}):
+        before = dict(serial)
+        assert parallel.isolate_worker(serial) is None
+        assert serial == before
+
+
+def test_no_test_cluster_reaches_the_next_workers_ports() -> None:
+    """Every offset a test adds to KAFKA_HEALTH_TEST_PORT, with its cluster's span, stays below the
+    stride: worker N+1's session cluster (+0..+102) is never worker N's module cluster."""
+    reaches = [
+        *(offset + WITH_INTER_BROKER_SPAN for offset in PORT_OFFSET.values()),
+        test_kafka39.PORT_OFFSET + WITH_INTER_BROKER_SPAN,
+        test_controller_pods.PORT_OFFSET + PLAIN_SPAN,
+        test_controller_roll.PORT_OFFSET + PLAIN_SPAN,
+    ]
+    widest = max(reaches)
+    assert widest == parallel.WIDEST_PORT_OFFSET  # the constant says what it guards
+    assert widest < parallel.WORKER_PORT_STRIDE
+
+
+@dataclass(frozen=True)
+class Item:
+    nodeid: str
+
+
+def test_longest_files_first_keeping_each_files_own_order() -> None:
+    items = [Item(n) for n in ("a.py::1", "a.py::2", "b.py::1", "c.py::1", "c.py::2", "d.py::1")]
+    ordered = parallel.longest_files_first(items, {"c.py": 300.0, "b.py": 20.0, "gone.py": 999.0})
+    assert [i.nodeid for i in ordered] == ["c.py::1", "c.py::2", "b.py::1", "a.py::1", "a.py::2", "d.py::1"]
+
+
+def test_the_committed_table_reads_and_a_broken_one_orders_nothing(tmp_path: Path) -> None:
+    table = parallel.load_file_seconds()
+    assert table and all(name.startswith("tests/") and name.endswith(".py") for name in table)
+    broken = tmp_path / "t.json"
+    broken.write_text("{not json")
+    assert parallel.load_file_seconds(broken) == {}
+    assert parallel.load_file_seconds(tmp_path / "absent.json") == {}
+
+
+def test_the_table_names_only_files_that_exist() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    missing = [name for name in parallel.load_file_seconds() if not (repo / name).is_file()]
+    assert missing == [], "files moved or removed: refresh tests/file_seconds.json"
