@@ -54,7 +54,8 @@ from kafka_health.remediate.rolling_restart import Step, next_step, restart_brok
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import find_binaries
-from kafka_health.testbed.podstandin import NAMESPACE, STATEFULSET, StandIn
+from kafka_health.testbed.pod_layout import NAMESPACE, STATEFULSET
+from kafka_health.testbed.standin import StandIn
 
 REPO = Path(__file__).resolve().parents[1]
 POLICY_NS = "bench-roll"

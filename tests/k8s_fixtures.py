@@ -29,7 +29,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
-from kafka_health.testbed.podstandin import StandIn
+from kafka_health.testbed.standin import StandIn
 
 
 def _keep() -> bool:

@@ -33,7 +33,8 @@ from kafka_health.remediate.broker_pods import find_broker_pods
 from kafka_health.testbed import distribution, faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
-from kafka_health.testbed.podstandin import PodLayout, StandIn
+from kafka_health.testbed.pod_layout import PodLayout
+from kafka_health.testbed.standin import StandIn
 from tests.diagnose.conftest import spark  # noqa: F401  (the fixture, for the parity test)
 from tests.diagnose.test_real_faults import test_stopped_broker_lists_equal_kafka_topics as _parity
 from tests.remediate.test_leader_election import (  # noqa: F401

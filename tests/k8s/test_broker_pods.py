@@ -17,7 +17,8 @@ from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
-from kafka_health.testbed.podstandin import APP_SELECTOR, BROKER_ID_LABEL, NAMESPACE, StandIn
+from kafka_health.testbed.pod_layout import APP_SELECTOR, BROKER_ID_LABEL, NAMESPACE
+from kafka_health.testbed.standin import StandIn
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 

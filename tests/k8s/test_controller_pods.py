@@ -14,7 +14,7 @@ from kubernetes import client, config
 
 from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed.cluster import Testbed
-from kafka_health.testbed.podstandin import (
+from kafka_health.testbed.pod_layout import (
     CONTROLLER_SELECTOR,
     CONTROLLER_STATEFULSET,
     NAMESPACE,

@@ -32,7 +32,7 @@ from kafka_health.collect.results import AdminCallError, Timeouts
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import CONTROLLER_ID_BASE, Testbed
 from kafka_health.testbed.controlplane import ControlPlane
-from kafka_health.testbed.podstandin import CONTROLLER_STATEFULSET, NAMESPACE, STATEFULSET
+from kafka_health.testbed.pod_layout import CONTROLLER_STATEFULSET, NAMESPACE, STATEFULSET
 from tests.k8s.conftest import apply_crds
 from tests.k8s.operator_process import apply, chart_operator, kubectl, request_finished, wait_status
 from tests.k8s.test_controller_pods import cli

@@ -34,7 +34,7 @@ from kafka_health._kits.waiting import WaitTimeout, wait_for
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
-from kafka_health.testbed.podstandin import StandIn
+from kafka_health.testbed.standin import StandIn
 from tests.k8s.operator_process import (
     OperatorProcess,
     apply,

@@ -26,7 +26,7 @@ import pytest
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
-from kafka_health.testbed.podstandin import StandIn
+from kafka_health.testbed.standin import StandIn
 from tests.k8s.operator_process import apply, chart_operator, condition, get, wait_status
 from tests.k8s.test_operator_e2e import events_of
 from tests.k8s.test_operator_roll import ready_cluster, result_of, roll_ns, roll_policy, stop_operator

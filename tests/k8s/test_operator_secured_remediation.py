@@ -28,7 +28,7 @@ from kafka_health.remediate.offset_reset import OFFSETS_KEY
 from kafka_health.testbed import faults, security
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
-from kafka_health.testbed.podstandin import StandIn
+from kafka_health.testbed.standin import StandIn
 from tests.k8s.conftest import apply_crds
 from tests.k8s.operator_process import (
     OperatorProcess,

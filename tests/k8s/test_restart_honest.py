@@ -38,7 +38,8 @@ from kafka_health.remediate.rolling_restart import Step, run_roll
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
-from kafka_health.testbed.podstandin import APP_SELECTOR, NAMESPACE, StandIn
+from kafka_health.testbed.pod_layout import APP_SELECTOR, NAMESPACE
+from kafka_health.testbed.standin import StandIn
 from tests.k8s.operator_process import apply, broker_starts, chart_operator, kubectl, wait_status
 from tests.k8s.test_operator_e2e import events_of
 from tests.k8s.test_operator_roll import result_of, roll_policy, stop_operator

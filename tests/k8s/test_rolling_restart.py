@@ -27,7 +27,8 @@ from kafka_health.models.policy import BrokerPods, CurrentRemediation, RequestSt
 from kafka_health.remediate.rolling_restart import Step, next_step, restart_broker, run_roll
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
-from kafka_health.testbed.podstandin import APP_SELECTOR, NAMESPACE, StandIn
+from kafka_health.testbed.pod_layout import APP_SELECTOR, NAMESPACE
+from kafka_health.testbed.standin import StandIn
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 

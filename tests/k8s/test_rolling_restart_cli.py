@@ -16,7 +16,8 @@ from kafka_health.cli.main import app
 from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
-from kafka_health.testbed.podstandin import APP_SELECTOR, NAMESPACE, StandIn
+from kafka_health.testbed.pod_layout import APP_SELECTOR, NAMESPACE
+from kafka_health.testbed.standin import StandIn
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 

@@ -13,7 +13,8 @@ from kubernetes import client
 
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane, process_cmdline
-from kafka_health.testbed.podstandin import NAMESPACE, StandIn
+from kafka_health.testbed.pod_layout import NAMESPACE
+from kafka_health.testbed.standin import StandIn
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 

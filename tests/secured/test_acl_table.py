@@ -273,7 +273,8 @@ def test_restart_dry_run_passes_with_the_table_and_refuses_hidden_partitions(acl
     restart now); without DESCRIBE on TOPIC (and READ, which implies it) the roll is refused,
     naming the hidden partitions and the grant, before anything else (exit 3)."""
     from kafka_health.testbed.controlplane import ControlPlane
-    from kafka_health.testbed.podstandin import NAMESPACE, StandIn
+    from kafka_health.testbed.pod_layout import NAMESPACE
+    from kafka_health.testbed.standin import StandIn
 
     cp = ControlPlane(acl.tb.state_dir)
     standin = StandIn(acl.tb.state_dir, cp.kubeconfig)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_health.testbed.cluster import CONTROLLER_ID_BASE, BrokerState
-from kafka_health.testbed.podstandin import NAMESPACE, STRIMZI_NAMESPACE, PodLayout
+from kafka_health.testbed.pod_layout import NAMESPACE, STRIMZI_NAMESPACE, PodLayout
 
 
 def node(node_id: int, role: str) -> BrokerState:

@@ -15,7 +15,7 @@ from kafka_health.testbed.cluster import DEFAULT_BASE_PORT, Testbed, TestbedErro
 from kafka_health.testbed.controlplane import ControlPlane, ControlPlaneError
 
 if TYPE_CHECKING:
-    from kafka_health.testbed.podstandin import PodLayout
+    from kafka_health.testbed.pod_layout import PodLayout
 
 app = typer.Typer(
     help="A local real Apache Kafka KRaft cluster (and Kubernetes control plane) on 127.0.0.1.",
@@ -54,7 +54,7 @@ PodNamespace = Annotated[
 
 
 def _layout(kind: str, namespace: str | None) -> PodLayout:
-    from kafka_health.testbed.podstandin import NAMESPACE, STRIMZI_NAMESPACE, PodLayout
+    from kafka_health.testbed.pod_layout import NAMESPACE, STRIMZI_NAMESPACE, PodLayout
 
     try:
         return PodLayout(kind, namespace or (STRIMZI_NAMESPACE if kind == "strimzi" else NAMESPACE))
@@ -126,7 +126,7 @@ def up(
 
     With --k8s, a second line gives the kubeconfig path.
     """
-    from kafka_health.testbed.podstandin import StandIn, StandInError
+    from kafka_health.testbed.standin import StandIn, StandInError
 
     tb = _testbed(state_dir)
     layout = _layout(pod_layout, pod_namespace)
@@ -252,7 +252,7 @@ def status(
 
     `-o json` stays the list of brokers (scripts rely on its shape).
     """
-    from kafka_health.testbed.podstandin import StandIn
+    from kafka_health.testbed.standin import StandIn
 
     tb = _testbed(state_dir)
     try:
@@ -334,7 +334,7 @@ def down(
     state_dir: StateDir = None,
 ) -> None:
     """Stop everything the testbed started (pod stand-in, brokers, control plane); no process is left behind."""
-    from kafka_health.testbed.podstandin import StandIn
+    from kafka_health.testbed.standin import StandIn
 
     tb = _testbed(state_dir)
     StandIn(tb.state_dir).stop()  # first, so it does not react to the brokers going away

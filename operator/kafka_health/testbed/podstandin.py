@@ -25,317 +25,42 @@ fault injection (`kafka-health testbed broker stop 1`) owns that, and the pod ju
 `kafka-health testbed up --k8s` starts it detached (`testbed standin`, a hidden subcommand);
 its pid is in `<state dir>/k8s/standin.json`, its log in `<state dir>/logs/standin.log`.
 
-**Strimzi layout** (`testbed up --k8s --pod-layout strimzi`): the pods are named and labelled the
-way Strimzi's Cluster Operator names them for a Kafka cluster `my-cluster` with node pools,
-`<cluster>-<pool>-<node id>` in namespace `strimzi` (`--pod-namespace` changes it): pool
-`dual-role` for combined nodes (`my-cluster-dual-role-0` …), or pools `broker` and `controller`
-with dedicated controllers (`my-cluster-broker-0`, `my-cluster-controller-100` …); labels
-`strimzi.io/cluster`, `strimzi.io/kind=Kafka`, `strimzi.io/name=<cluster>-kafka`,
-`strimzi.io/pool-name`, `strimzi.io/broker-role` and `strimzi.io/controller-role` ("true" or
-"false"), `strimzi.io/pod-name`, `app.kubernetes.io/name=kafka`, and no broker-id label (the
-node id is the name's suffix). Each pod's owner reference names a StrimziPodSet
-`<cluster>-<pool>`; no such object exists (the testbed's API server has no Strimzi CRDs), so
-no set status is kept. The kubelet and controller parts are the same.
+The pod names, labels and sets (the StatefulSet and Strimzi layouts) are in `pod_layout`; the
+handle that starts and stops the detached process is `standin.StandIn`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import logging
 import os
 import queue
 import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from kafka_health.testbed.cluster import CONTROLLER_ID_BASE, BrokerState, Testbed, TestbedError, _port_open
-from kafka_health.testbed.controlplane import ControlPlane, _terminate, process_cmdline
-
-NAMESPACE = "kafka"
-STATEFULSET = "kafka"
-CONTAINER = "kafka"
-NODE_NAME = (
-    "kafka-testbed"  # a pretend node: with nodeName set, deletion waits for the "kubelet", as in a cluster
+from kafka_health.testbed.cluster import BrokerState, Testbed, TestbedError, _port_open
+from kafka_health.testbed.pod_layout import (
+    CONTAINER,
+    DEFAULT_LAYOUT,
+    NODE_NAME,
+    TERMINATION_GRACE_SECONDS,
+    PodLayout,
+    PodSet,
+    is_ready,
+    now_rfc3339,
 )
-APP_LABELS = {"app.kubernetes.io/name": "kafka"}
-APP_SELECTOR = "app.kubernetes.io/name=kafka"
-BROKER_ID_LABEL = "kafkahealth.io/broker-id"
-CONTROLLER_STATEFULSET = "kafka-controller"
-CONTROLLER_LABELS = {"app.kubernetes.io/name": "kafka-controller"}
-CONTROLLER_SELECTOR = "app.kubernetes.io/name=kafka-controller"
-NODE_ID_LABEL = "kafkahealth.io/node-id"
-TERMINATION_GRACE_SECONDS = 60
-
-STRIMZI_CLUSTER = "my-cluster"  # the name Strimzi's examples give the Kafka resource
-STRIMZI_NAMESPACE = "strimzi"
-STRIMZI_POD_SET = {"apiVersion": "core.strimzi.io/v1beta2", "kind": "StrimziPodSet"}
-LAYOUTS = ("statefulset", "strimzi")
 
 log = logging.getLogger("kafka_health.testbed.standin")
 
 
-class StandInError(RuntimeError):
-    """The stand-in did not start or its pods did not become Ready; the message names the log."""
-
-
-def pod_name(broker_id: int) -> str:
-    return f"{STATEFULSET}-{broker_id}"
-
-
-class _Set:
-    """One pod set the stand-in keeps (a StatefulSet, or a Strimzi node pool): its name, labels,
-    and which testbed nodes it holds."""
-
-    def __init__(
-        self,
-        name: str,
-        labels: dict[str, str],
-        selector: str,
-        id_base: int,
-        id_label: str | None,
-        owner: dict[str, str] | None = None,
-    ) -> None:
-        self.name, self.labels, self.selector = name, labels, selector
-        self.id_base, self.id_label = id_base, id_label
-        self.owner = owner  # None: a StatefulSet the stand-in creates; else the owner's kind (no object)
-
-    def pod(self, node_id: int) -> str:
-        return f"{self.name}-{node_id - self.id_base}"
-
-    def pod_labels(self, node_id: int) -> dict[str, str]:
-        name = self.pod(node_id)
-        if self.owner is not None:  # Strimzi: the pod's own name, no id label
-            return {**self.labels, "strimzi.io/pod-name": name}
-        assert self.id_label is not None
-        return {
-            **self.labels,
-            self.id_label: str(node_id),
-            "statefulset.kubernetes.io/pod-name": name,
-            "apps.kubernetes.io/pod-index": str(node_id - self.id_base),
-        }
-
-
-BROKER_SET = _Set(STATEFULSET, APP_LABELS, APP_SELECTOR, 0, BROKER_ID_LABEL)
-CONTROLLER_SET = _Set(
-    CONTROLLER_STATEFULSET, CONTROLLER_LABELS, CONTROLLER_SELECTOR, CONTROLLER_ID_BASE, NODE_ID_LABEL
-)
-
-
-def _strimzi_pool(cluster: str, pool: str, *, broker: bool, controller: bool) -> _Set:
-    name = f"{cluster}-{pool}"
-    labels = {
-        "app.kubernetes.io/name": "kafka",
-        "app.kubernetes.io/instance": cluster,
-        "app.kubernetes.io/part-of": f"strimzi-{cluster}",
-        "app.kubernetes.io/managed-by": "strimzi-cluster-operator",
-        "strimzi.io/cluster": cluster,
-        "strimzi.io/kind": "Kafka",
-        "strimzi.io/name": f"{cluster}-kafka",
-        "strimzi.io/component-type": "kafka",
-        "strimzi.io/controller": "strimzipodset",
-        "strimzi.io/controller-name": name,
-        "strimzi.io/pool-name": pool,
-        "strimzi.io/broker-role": str(broker).lower(),
-        "strimzi.io/controller-role": str(controller).lower(),
-    }
-    selector = f"strimzi.io/cluster={cluster},strimzi.io/pool-name={pool}"
-    return _Set(name, labels, selector, 0, None, owner={**STRIMZI_POD_SET, "name": name})
-
-
-@dataclass(frozen=True)
-class PodLayout:
-    """Where the stand-in keeps the pods and how it names them: `statefulset` (StatefulSets `kafka`
-    and `kafka-controller`) or `strimzi` (Strimzi's node-pool names and labels, cluster `my-cluster`)."""
-
-    kind: str = "statefulset"
-    namespace: str = NAMESPACE
-
-    def __post_init__(self) -> None:
-        if self.kind not in LAYOUTS:
-            raise ValueError(f"pod layout {self.kind!r}: one of {', '.join(LAYOUTS)}")
-
-    @classmethod
-    def strimzi(cls, namespace: str = STRIMZI_NAMESPACE) -> PodLayout:
-        return cls("strimzi", namespace)
-
-    def sets(self, dedicated_controllers: bool) -> tuple[_Set, _Set]:
-        """(the brokers' set, the dedicated controllers' set)."""
-        if self.kind == "statefulset":
-            return BROKER_SET, CONTROLLER_SET
-        pool = "broker" if dedicated_controllers else "dual-role"
-        return (
-            _strimzi_pool(STRIMZI_CLUSTER, pool, broker=True, controller=not dedicated_controllers),
-            _strimzi_pool(STRIMZI_CLUSTER, "controller", broker=False, controller=True),
-        )
-
-    @property
-    def watch_selector(self) -> str:
-        if self.kind == "strimzi":
-            return f"strimzi.io/cluster={STRIMZI_CLUSTER}"
-        return "app.kubernetes.io/name in (kafka,kafka-controller)"
-
-    def set_of(self, b: BrokerState, dedicated_controllers: bool) -> _Set:
-        brokers, controllers = self.sets(dedicated_controllers)
-        return controllers if b.role == "controller" else brokers
-
-
-DEFAULT_LAYOUT = PodLayout()
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _is_ready(pod: Any) -> bool:
-    conditions = (pod.status.conditions if pod.status else None) or []
-    return any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-
-# ==================================================================== the handle
-class StandIn:
-    """Launch, stop and inspect the detached stand-in process of one testbed state dir."""
-
-    def __init__(
-        self, state_dir: Path, kubeconfig: Path | None = None, layout: PodLayout | None = None
-    ) -> None:
-        self.state_dir = state_dir.resolve()
-        self.record = self.state_dir / "k8s" / "standin.json"
-        self.log_path = self.state_dir / "logs" / "standin.log"
-        self._kubeconfig = kubeconfig.resolve() if kubeconfig else None
-        self._layout = layout
-
-    @property
-    def layout(self) -> PodLayout:
-        """The layout given, else the running stand-in's (recorded), else the default."""
-        if self._layout is not None:
-            return self._layout
-        rec = self._load()
-        if rec and "layout" in rec:
-            return PodLayout(rec["layout"], rec["namespace"])
-        return DEFAULT_LAYOUT
-
-    @property
-    def kubeconfig(self) -> Path:
-        """The kubeconfig given, else the recorded one, else the control plane's in the same state dir."""
-        if self._kubeconfig is not None:
-            return self._kubeconfig
-        rec = self._load()
-        return Path(rec["kubeconfig"]) if rec else ControlPlane(self.state_dir).kubeconfig
-
-    def _load(self) -> dict[str, Any] | None:
-        return json.loads(self.record.read_text()) if self.record.exists() else None
-
-    @property
-    def pid(self) -> int | None:
-        rec = self._load()
-        pid = rec["pid"] if rec else None
-        return pid if self._alive(pid) else None
-
-    def running(self) -> bool:
-        return self.pid is not None
-
-    def _alive(self, pid: int | None) -> bool:
-        cmdline = process_cmdline(pid) or b""
-        return b"\0standin\0" in cmdline and str(self.state_dir).encode() in cmdline
-
-    def start(self, *, timeout: float = 120.0) -> int:
-        """Start the stand-in unless it runs; return its pid once every broker pod exists and is Ready."""
-        pid = self.pid
-        rec = self._load()
-        layout = self.layout
-        if (
-            pid is not None
-            and rec is not None
-            and (
-                Path(rec["kubeconfig"]) != self.kubeconfig
-                or (rec.get("layout", "statefulset"), rec.get("namespace", NAMESPACE))
-                != (layout.kind, layout.namespace)
-            )
-        ):
-            self.stop()  # it serves another control plane (a kept test session, say) or layout
-            pid = None
-        if pid is None:
-            if not self.kubeconfig.exists():
-                raise StandInError(f"no kubeconfig at {self.kubeconfig}; start the control plane first")
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self.record.parent.mkdir(parents=True, exist_ok=True)
-            cmd = [sys.executable, "-m", "kafka_health.cli.main", "testbed", "standin"]
-            cmd += ["--state-dir", str(self.state_dir), "--kubeconfig", str(self.kubeconfig)]
-            cmd += ["--pod-layout", layout.kind, "--pod-namespace", layout.namespace]
-            with open(self.log_path.with_suffix(".out"), "ab") as out:
-                proc = subprocess.Popen(
-                    cmd,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            pid = proc.pid
-            self.record.write_text(
-                json.dumps(
-                    {
-                        "pid": pid,
-                        "kubeconfig": str(self.kubeconfig),
-                        "layout": layout.kind,
-                        "namespace": layout.namespace,
-                    }
-                )
-            )
-        self.wait_pods_ready(timeout=timeout)
-        return pid
-
-    def wait_pods_ready(self, *, timeout: float) -> None:
-        state = Testbed(self.state_dir).require()
-        layout = self.layout
-        sets = layout.sets(bool(state.controllers))
-        wanted = {layout.set_of(b, bool(state.controllers)).pod(b.id) for b in state.nodes}
-        deadline = time.monotonic() + timeout
-        cfg = client.Configuration()
-        config.load_kube_config(config_file=str(self.kubeconfig), client_configuration=cfg)
-        with client.ApiClient(cfg) as api:
-            core: Any = client.CoreV1Api(api)
-            while True:
-                if not self.running():
-                    raise StandInError(
-                        f"the pod stand-in exited; see {self.log_path} and {self.log_path.with_suffix('.out')}"
-                    )
-                with contextlib.suppress(Exception):  # the API server may still be settling
-                    items = [
-                        p
-                        for selector in (sets[0].selector, sets[1].selector)
-                        for p in core.list_namespaced_pod(
-                            layout.namespace, label_selector=selector, _request_timeout=5
-                        ).items
-                    ]
-                    ready = {
-                        p.metadata.name for p in items if _is_ready(p) and not p.metadata.deletion_timestamp
-                    }
-                    if ready >= wanted:
-                        return
-                if time.monotonic() > deadline:
-                    raise StandInError(f"broker pods not Ready within {timeout:.0f}s; see {self.log_path}")
-                time.sleep(0.3)
-
-    def stop(self, *, timeout: float = 30.0) -> None:
-        """SIGTERM (it finishes the step in hand), SIGKILL after `timeout`."""
-        pid = self.pid
-        if pid is not None:
-            _terminate(pid, timeout)
-        self.record.unlink(missing_ok=True)
-
-
-# ==================================================================== the process
 class PodStandIn:
     """The reconcile loop: keep one Ready pod per serving broker; a deleted pod restarts its broker."""
 
@@ -412,7 +137,7 @@ class PodStandIn:
         if state.controllers:
             self._reconcile_set(controllers, state.controllers)
 
-    def _reconcile_set(self, sts: _Set, nodes: list[BrokerState]) -> None:
+    def _reconcile_set(self, sts: PodSet, nodes: list[BrokerState]) -> None:
         self._ensure_statefulset(sts, len(nodes))
         pods = {
             p.metadata.name: p
@@ -467,19 +192,19 @@ class PodStandIn:
         """Report the broker process in the pod's status, like a readiness probe on the client port."""
         proc = self.testbed.process_state(b)
         ready = proc == "up" and _port_open(b.port or b.controller_port)
-        if ready and not _is_ready(pod):
+        if ready and not is_ready(pod):
             ready = self._serves(b, timeout=3)  # becoming Ready: insist on registration in the cluster
         pid = b.pid if proc != "down" else None
         waiting = "BrokerDown" if proc == "down" else None
         current = _container_id(pod)
-        if ready != _is_ready(pod) or current != (f"testbed://{pid}" if pid else None):
+        if ready != is_ready(pod) or current != (f"testbed://{pid}" if pid else None):
             log.info("pod %s: broker %d %s, Ready=%s", pod.metadata.name, b.id, proc, ready)
             self._patch_status(
                 pod.metadata.name, self._status_body(pod, ready=ready, pid=pid, waiting=waiting)
             )
 
     # ---------------------------------------------------------------- the StatefulSet controller's part
-    def _set_of(self, b: BrokerState) -> _Set:
+    def _set_of(self, b: BrokerState) -> PodSet:
         return self.layout.set_of(b, bool(self.testbed.require().controllers))
 
     def _replace(self, b: BrokerState) -> None:
@@ -583,7 +308,7 @@ class PodStandIn:
             if exc.status != 409:
                 raise
 
-    def _ensure_statefulset(self, which: _Set, replicas: int) -> None:
+    def _ensure_statefulset(self, which: PodSet, replicas: int) -> None:
         if which.name in self._sts_uid or which.owner is not None:
             return
         try:
@@ -612,14 +337,14 @@ class PodStandIn:
             log.info("StatefulSet %s/%s created", self.namespace, which.name)
         self._sts_uid[which.name] = sts.metadata.uid
 
-    def _update_statefulset_status(self, which: _Set, replicas: int) -> None:
+    def _update_statefulset_status(self, which: PodSet, replicas: int) -> None:
         if which.owner is not None:
             return  # a Strimzi pool: no StrimziPodSet object to keep
         pods = self.core.list_namespaced_pod(
             self.namespace, label_selector=which.selector, _request_timeout=10
         ).items
         live = [p for p in pods if p.metadata.deletion_timestamp is None]
-        ready = sum(1 for p in live if _is_ready(p))
+        ready = sum(1 for p in live if is_ready(p))
         status = {
             "replicas": len(live),
             "readyReplicas": ready,
@@ -647,7 +372,7 @@ class PodStandIn:
         self, pod: Any, *, ready: bool, pid: int | None, waiting: str | None = None
     ) -> dict[str, Any]:
         """A kubelet-like status; condition transition times are kept when the condition did not change."""
-        now = _now()
+        now = now_rfc3339()
         previous = {c.type: c for c in ((pod.status.conditions if pod.status else None) or [])}
 
         def condition(kind: str, value: bool) -> dict[str, Any]:
