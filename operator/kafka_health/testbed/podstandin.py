@@ -25,8 +25,7 @@ fault injection (`kafka-health testbed broker stop 1`) owns that, and the pod ju
 `kafka-health testbed up --k8s` starts it detached (`testbed standin`, a hidden subcommand);
 its pid is in `<state dir>/k8s/standin.json`, its log in `<state dir>/logs/standin.log`.
 
-The pod names, labels and sets (the StatefulSet and Strimzi layouts) are in `pod_layout`; the
-handle that starts and stops the detached process is `standin.StandIn`.
+Names, labels and layouts: `pod_layout`; the handle that starts and stops it: `standin.StandIn`.
 """
 
 from __future__ import annotations
