@@ -16,8 +16,8 @@ brokers hold partitions it never saw. So, before acting:
   which needs only DESCRIBE on CLUSTER): anything hidden, or totals that cannot be checked,
   refuse the action with that message.
 
-Errors are matched by Kafka's error code (the code name that starts each reason the admin
-calls return, e.g. "TOPIC_AUTHORIZATION_FAILED: …"), never by the wording after it.
+Errors are matched by Kafka's error code (`kafka_errors.code_of`: the code that heads each
+reason the admin calls return, e.g. "TOPIC_AUTHORIZATION_FAILED: …"), never by the wording after it.
 """
 
 from __future__ import annotations
@@ -28,16 +28,9 @@ from dataclasses import dataclass, field
 from kafka_health.collect import security_errors
 from kafka_health.collect.kafka_admin import ClusterMetadata, KafkaAdmin
 from kafka_health.collect.visibility import read_visibility
+from kafka_health.remediate.kafka_errors import KafkaErrorCode, code_of
 
 TOPIC_AUTHORIZATION_FAILED = "TOPIC_AUTHORIZATION_FAILED"
-GROUP_AUTHORIZATION_FAILED = "GROUP_AUTHORIZATION_FAILED"
-UNKNOWN_TOPIC = ("UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_OR_PARTITION")
-
-
-def error_code(reason: str) -> str:
-    """The Kafka error code name a reason starts with ("TOPIC_AUTHORIZATION_FAILED: …" →
-    "TOPIC_AUTHORIZATION_FAILED"); librdkafka's leading underscore of local codes is kept."""
-    return reason.split(":", 1)[0].strip()
 
 
 def topic_denied(topic: str) -> str:
@@ -50,7 +43,7 @@ def topic_denied(topic: str) -> str:
 def group_denied(group: str, reason: str) -> str | None:
     """The message naming DESCRIBE on GROUP `group` when `reason` is GROUP_AUTHORIZATION_FAILED
     (a group read: DescribeGroups or OffsetFetch); None for any other error."""
-    if error_code(reason) != GROUP_AUTHORIZATION_FAILED:
+    if code_of(reason) is not KafkaErrorCode.GROUP_AUTHORIZATION_FAILED:
         return None
     return security_errors.authorization_denied(f"group:{group}", reason)
 
@@ -98,14 +91,14 @@ def check_named_topics(admin: KafkaAdmin, named: Iterable[str], listed: Iterable
     answer = admin.describe_topics(absent)
     for topic in absent:
         reason = answer.errors.get(topic)
-        code = error_code(reason) if reason is not None else None
+        code = code_of(reason)
         if reason is None:
             check.unread.append(
                 f"topic {topic} was not in the metadata read a moment before (created since?): run again"
             )
-        elif code == TOPIC_AUTHORIZATION_FAILED:
+        elif code is KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED:
             check.denied.append(topic)
-        elif code in UNKNOWN_TOPIC:
+        elif code is KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
             check.unknown.append(topic)
         else:
             check.unread.append(f"topic {topic} could not be described: {reason}")
