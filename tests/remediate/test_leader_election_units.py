@@ -140,3 +140,25 @@ def test_an_election_refused_for_hidden_partitions_names_them_and_sends_nothing(
         unread = execute_visible_election(admin, plan)
     assert unread.refused is not None and unread.refused.startswith("the cluster metadata could not be read")
     assert unread.denied() is None and unread.count(ElectionStatus.FAILED) == 2
+
+
+def test_elect_preferred_types_the_answer_and_still_unpacks_as_the_pair() -> None:
+    """`leader_election.elect_preferred` types `KafkaAdmin.elect_preferred`'s (status, message)
+    pairs (ElectResult): a caller that unpacks the pair, or compares the status with its text,
+    reads the same as before."""
+    from kafka_health.remediate.leader_election import ElectResult, elect_preferred
+
+    class Answers:
+        def elect_preferred(
+            self, partitions: list[tuple[str, int]]
+        ) -> dict[tuple[str, int], tuple[str, str | None]]:
+            return {
+                ("t", 0): ("elected", None),
+                ("t", 1): ("not_needed", "ELECTION_NOT_NEEDED: leads already"),
+            }
+
+    typed = elect_preferred(cast(KafkaAdmin, Answers()), [("t", 0), ("t", 1)])
+    assert typed[("t", 0)] == ElectResult(ElectionStatus.ELECTED, None)
+    status, message = typed[("t", 1)]
+    assert status is ElectionStatus.NOT_NEEDED and status == "not_needed"
+    assert message == "ELECTION_NOT_NEEDED: leads already" and typed[("t", 1)] == ("not_needed", message)

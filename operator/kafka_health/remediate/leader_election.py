@@ -11,14 +11,15 @@ out) ends the run with `failed_reason` set and the partitions not attempted repo
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from enum import StrEnum
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kafka_health.collect import security_errors
-from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
+from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin, TopicPartitionKey
 from kafka_health.models.policy import ActionOutcome, ActionRecord, ActionType
 from kafka_health.plan.leader_election_plan import ElectionPlan, TopicPartition
 from kafka_health.remediate import access
@@ -136,18 +137,44 @@ class ElectionOutcome(BaseModel):
 Progress = Callable[[int, ElectionOutcome], None]
 
 
-def _recheck(
-    batch: list[TopicPartition], admin: KafkaAdmin, number: int
-) -> tuple[
-    list[TopicPartition], list[PartitionElection], dict[tuple[str, int], tuple[int | None, int | None]]
-]:
-    """(still electable, settled without sending, (preferred, leader) per partition) on fresh metadata."""
+class ElectResult(NamedTuple):
+    """Kafka's answer for one partition of an ElectLeaders request, typed; it still unpacks as
+    the `(status, message)` pair `KafkaAdmin.elect_preferred` returns (a StrEnum equals its text)."""
+
+    status: ElectionStatus
+    message: str | None
+
+
+def elect_preferred(
+    admin: KafkaAdmin, partitions: Iterable[TopicPartitionKey]
+) -> dict[TopicPartitionKey, ElectResult]:
+    """One ElectLeaders (PREFERRED) request for `partitions` (`KafkaAdmin.elect_preferred`), each
+    answer typed: `elected`, `not_needed` (ELECTION_NOT_NEEDED), `preferred_not_available`
+    (PREFERRED_LEADER_NOT_AVAILABLE) or `failed`, as the client decided by Kafka's error code.
+    Raises AdminCallError when the whole request failed (it may still have been applied)."""
+    answer = admin.elect_preferred(partitions)
+    return {key: ElectResult(ElectionStatus(status), message) for key, (status, message) in answer.items()}
+
+
+class Recheck(NamedTuple):
+    """A batch re-checked on fresh metadata, before anything is sent."""
+
+    send: list[TopicPartition]
+    """Still electable: the preferred replica alive, in the ISR, not leading."""
+    settled: list[PartitionElection]
+    """Settled without sending (not needed, preferred not available, gone)."""
+    seen: dict[TopicPartitionKey, tuple[int | None, int | None]]
+    """(preferred, leader) per partition, as read."""
+
+
+def _recheck(batch: list[TopicPartition], admin: KafkaAdmin, number: int) -> Recheck:
+    """The batch on fresh metadata: what to send, what is settled without sending (`Recheck`)."""
     md = admin.metadata()
     alive = {b.id for b in md.brokers}
     live = {(p.topic, p.partition): p for p in md.partitions}
     send: list[TopicPartition] = []
     settled: list[PartitionElection] = []
-    seen: dict[tuple[str, int], tuple[int | None, int | None]] = {}
+    seen: dict[TopicPartitionKey, tuple[int | None, int | None]] = {}
     for tp in batch:
         p = live.get((tp.topic, tp.partition))
         if p is None:
@@ -195,7 +222,7 @@ def _recheck(
             )
         else:
             send.append(tp)
-    return send, settled, seen
+    return Recheck(send, settled, seen)
 
 
 def execute_election(
@@ -215,7 +242,7 @@ def execute_election(
             outcome.partitions.extend(settled)
             if send:
                 guard()
-            results = admin.elect_preferred([(tp.topic, tp.partition) for tp in send]) if send else {}
+            results = elect_preferred(admin, [(tp.topic, tp.partition) for tp in send]) if send else {}
         except AdminCallError as exc:
             outcome.failed_reason = f"batch {index}: {exc}"
             done = {(p.topic, p.partition) for p in outcome.partitions}
@@ -232,14 +259,14 @@ def execute_election(
                     )
             break
         for tp in send:
-            status, message = results[(tp.topic, tp.partition)]
+            answer = results[(tp.topic, tp.partition)]
             preferred, leader = seen[(tp.topic, tp.partition)]
             outcome.partitions.append(
                 PartitionElection(
                     topic=tp.topic,
                     partition=tp.partition,
-                    status=ElectionStatus(status),
-                    message=message,
+                    status=answer.status,
+                    message=answer.message,
                     preferred=preferred,
                     leader_before=leader,
                     sent=True,

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.collect.snapshot import collect_snapshot
@@ -255,45 +256,35 @@ def run_roll(
     started = current.started_at if current is not None else clock()
     snapshot = collect_snapshot(admin, cluster_name, clock)
     planned, done = _roll_nodes(snapshot, brokers, current, controller_pods)
-    report = RollReport(
-        result=RollingRestartResult(
-            id=request_id, state=RequestState.RUNNING, brokers_done=list(done), started_at=started
-        ),
-        current=current,
-    )
+    report = _running(request_id, done, started, current)
     nodes = {x.id for x in snapshot.brokers} | controller_only_nodes(snapshot)
-    unknown = [b for b in planned if b not in nodes]
-    if unknown:
+    if unknown := [b for b in planned if b not in nodes]:
         message = f"node(s) {', '.join(map(str, unknown))} not in the cluster"
         return _ended(report, RequestState.FAILED, message, done, clock)
-
-    def restart(step: RestartStep | None) -> BrokerRestartOutcome:
-        return restart_broker(
-            step,
-            k8s=k8s,
-            admin=admin,
-            pods_spec=pods_spec,
-            namespace=namespace,
-            timeouts=timeouts or RestartTimeouts(),
-            current=report.current,
-            persist=persist,
-            clock=clock,
-            sleep=sleep,
-            plan_id=f"roll-{request_id}",
-            cluster_name=cluster_name,
-            guard=guard,
-            controller_pods=controller_pods,
-            refuse_never_safe=refuse_never_safe,
-            begun=begun,
-        )
+    restart = partial(
+        restart_broker,
+        k8s=k8s,
+        admin=admin,
+        pods_spec=pods_spec,
+        namespace=namespace,
+        timeouts=timeouts or RestartTimeouts(),
+        persist=persist,
+        clock=clock,
+        sleep=sleep,
+        plan_id=f"roll-{request_id}",
+        cluster_name=cluster_name,
+        guard=guard,
+        controller_pods=controller_pods,
+        refuse_never_safe=refuse_never_safe,
+        begun=begun,
+    )
 
     def next_broker(done: list[int]) -> RestartStep | None:
         _pause_between(report.current, done, planned, pause, clock, sleep)
         live = collect_snapshot(admin, cluster_name, clock)
         return next_step(live, request_id, planned, done, post_roll_election=post_roll_election)
 
-    halted = _each_broker(report, restart, next_broker, done, on_broker, clock)
-    if halted is not None:
+    if (halted := _each_broker(report, restart, next_broker, done, on_broker, clock)) is not None:
         return halted
     assert report.current is not None
     report.result, report.election = finish_roll(
@@ -306,6 +297,15 @@ def run_roll(
         guard=guard,
     )
     return report
+
+
+def _running(
+    request_id: str, done: list[int], started: datetime, current: CurrentRemediation | None
+) -> RollReport:
+    result = RollingRestartResult(
+        id=request_id, state=RequestState.RUNNING, brokers_done=list(done), started_at=started
+    )
+    return RollReport(result=result, current=current)
 
 
 def _roll_nodes(
@@ -342,7 +342,7 @@ def _pause_between(
 
 def _each_broker(
     report: RollReport,
-    restart: Callable[[RestartStep | None], BrokerRestartOutcome],
+    restart: Callable[..., BrokerRestartOutcome],
     next_broker: Callable[[list[int]], RestartStep | None],
     done: list[int],
     on_broker: Callable[[BrokerRestartOutcome], None] | None,
@@ -356,7 +356,7 @@ def _each_broker(
             step = next_broker(done)
             if step is None:
                 return None
-        out = restart(step)
+        out = restart(step, current=report.current)
         report.outcomes.append(out)
         report.current = out.current
         if on_broker is not None:
