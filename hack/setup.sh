@@ -48,9 +48,17 @@ if [ "$linked" != "$here" ]; then
 fi
 ln -sfn "$VENV" .venv
 # The driver's own classes (kafka_health_spark/plan_jar.py): the slot source a policy's reused
-# plans read. Compiled once (~5 s) with javac; without them plans are built every cycle.
-"$VENV/bin/python" -m kafka_health_spark.plan_jar >/dev/null \
-  || echo "setup: no Spark plan jar (the operator builds its plans every cycle; see the line above)" >&2
+# plans read. Compiled once (~5 s) with javac; without a JDK plans are built every cycle (exit 2),
+# but a JDK that fails to build them (exit 1: a warning or error above) fails setup.
+jar_rc=0
+"$VENV/bin/python" -m kafka_health_spark.plan_jar >/dev/null || jar_rc=$?
+if [ "$jar_rc" -eq 2 ]; then
+  echo "setup: no JDK, no Spark plan jar (the operator builds its plans every cycle)" >&2
+elif [ "$jar_rc" -ne 0 ]; then
+  echo "setup: FAILED: a JDK is here but the Spark plan jar did not build (javac output above;" \
+    "spark/kafka_health_spark/plan_jar.py, docs/spark-internals.md)" >&2
+  exit 1
+fi
 # The driver JVM's class archive for this JDK and Spark (kafka_health_spark/class_archive.py):
 # built once (~1 min), it halves a cold Spark start. Without it everything works, only slower.
 "$VENV/bin/python" -m kafka_health.diagnose.class_archive \

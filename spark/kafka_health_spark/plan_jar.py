@@ -2,10 +2,14 @@
 built once and run again (`kafka_health_spark.reuse`).
 
 The sources ship with the package and are compiled against the installed Spark's jars once, into
-`${XDG_CACHE_HOME:-~/.cache}/kafka-health/spark-jar/`, keyed by Spark's version and the sources'
-digest (`hack/setup.sh` builds it; the image builds it in its build stage and points
-`KAFKA_HEALTH_SPARK_JAR` at it). Without a JDK (`javac`) there is no jar: the session starts
-without it, and diagnoses build their plans every cycle, as the engine did before.
+`${XDG_CACHE_HOME:-~/.cache}/kafka-health/spark-jar/`, keyed by the JDK that compiles them, Spark's
+version and the sources' digest (`hack/setup.sh` builds it; the image builds it in its build stage
+and points `KAFKA_HEALTH_SPARK_JAR` at it). Without a JDK (`javac`) there is no jar: the session
+starts without it, and diagnoses build their plans every cycle, as the engine did before.
+
+They compile warning-free with every lint (`JAVAC_FLAGS`): a warning fails the build, so a Spark
+upgrade that deprecates or changes what they use is seen at setup, not at a cycle. Which Spark
+internals they reach, and why, is docs/spark-internals.md.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -26,6 +31,12 @@ log = logging.getLogger(__name__)
 ENV = "KAFKA_HEALTH_SPARK_JAR"
 JAR_NAME = "kafka-health-spark.jar"
 COMPILE_TIMEOUT_S = 300
+# Every lint, warnings as errors, class files for Java 17 (the image's runtime) whatever JDK builds.
+# Two lint categories are off because they report on Spark's jars, not on these sources: `path`
+# (Class-Path entries in Spark's jar manifests naming jars pyspark does not ship, e.g. derby.jar)
+# and `classfile` (Arrow's class files annotated with a checker-framework annotation pyspark does
+# not ship).
+JAVAC_FLAGS = ("--release", "17", "-Xlint:all,-path,-classfile", "-Werror")
 
 
 def _sources() -> list[Path]:
@@ -33,25 +44,41 @@ def _sources() -> list[Path]:
     return sorted(root.glob("*.java"))
 
 
+def jdk_version() -> str:
+    """The version of the JDK whose `javac` would compile the jar ("none" without one), read from
+    its `release` file (no process started: a session asks at every start)."""
+    javac = shutil.which("javac")
+    if javac is None:
+        return "none"
+    home = Path(javac).resolve().parent.parent
+    release = home / "release"
+    if release.is_file():
+        for line in release.read_text(errors="replace").splitlines():
+            if line.startswith("JAVA_VERSION="):
+                return line.split("=", 1)[1].strip().strip('"')
+    return hashlib.sha256(str(home).encode()).hexdigest()[:8]
+
+
 def jar_path() -> Path:
-    """Where the jar for this Spark and these sources is (or would be built)."""
+    """Where the jar for this JDK, this Spark and these sources is (or would be built)."""
     override = os.environ.get(ENV)
     if override:
         return Path(override)
     import pyspark
 
     digest = hashlib.sha256()
+    digest.update(" ".join(JAVAC_FLAGS).encode())
     for source in _sources():
         digest.update(source.name.encode())
         digest.update(source.read_bytes())
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    key = f"spark-{pyspark.__version__}-{digest.hexdigest()[:16]}"
+    key = f"spark-{pyspark.__version__}-jdk-{jdk_version()}-{digest.hexdigest()[:16]}"
     return cache / "kafka-health" / "spark-jar" / key / JAR_NAME
 
 
 def build(target: Path | None = None) -> Path:
     """Compile the sources against Spark's jars into `target` (default `jar_path()`); raises
-    `RuntimeError` naming what is missing when it cannot."""
+    `RuntimeError` naming what is missing or what failed when it cannot."""
     target = target or jar_path()
     javac, jar = shutil.which("javac"), shutil.which("jar")
     if javac is None or jar is None:
@@ -61,11 +88,18 @@ def build(target: Path | None = None) -> Path:
     with tempfile.TemporaryDirectory(prefix="kh-jar-") as tmp:
         classes = Path(tmp) / "classes"
         classes.mkdir()
-        subprocess.run(
-            [javac, "-nowarn", "-d", str(classes), "-cp", f"{_spark_jars()}/*", *map(str, _sources())],
-            check=True,
+        compiled = subprocess.run(
+            [javac, *JAVAC_FLAGS, "-d", str(classes), "-cp", f"{_spark_jars()}/*", *map(str, _sources())],
+            capture_output=True,
+            text=True,
+            check=False,
             timeout=COMPILE_TIMEOUT_S,
         )
+        if compiled.returncode != 0:
+            raise RuntimeError(
+                f"javac ({jdk_version()}) failed to compile the Spark plan jar's sources against "
+                f"Spark's jars ({_spark_jars()}):\n{compiled.stdout}{compiled.stderr}"
+            )
         target.parent.mkdir(parents=True, exist_ok=True)
         # Written beside the target, then renamed: processes building at once never see half a jar.
         handle, name = tempfile.mkstemp(dir=target.parent, suffix=".part")
@@ -96,5 +130,20 @@ def ensure() -> Path | None:
         return None
 
 
+def main() -> int:
+    """`python -m kafka_health_spark.plan_jar` (hack/setup.sh, the image): build the jar. Exit 2
+    when there is no JDK (the operator then builds its plans every cycle), 1 when a JDK is here
+    but the build fails (a source or Spark change to fix, never to pass unseen)."""
+    if shutil.which("javac") is None or shutil.which("jar") is None:
+        print("no JDK (javac, jar): no Spark plan jar; plans are built every cycle", file=sys.stderr)
+        return 2
+    try:
+        print(build())
+    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+        print(f"the Spark plan jar did not build: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    print(build())
+    sys.exit(main())
