@@ -242,11 +242,20 @@ def test_the_readme_layout_names_every_package_and_top_level_folder() -> None:
         for d in package.iterdir()
         if d.is_dir() and not d.name.startswith("__")
     }
-    folders = {
-        d.name
-        for d in ROOT.iterdir()
-        if d.is_dir() and not d.name.startswith(".") and not d.name.endswith(".egg-info")
-    } - {"operator", "spark"}
+    ignored = {
+        line.strip().strip("/")
+        for line in (ROOT / ".gitignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#") and "*" not in line
+    }
+    folders = (
+        {
+            d.name
+            for d in ROOT.iterdir()
+            if d.is_dir() and not d.name.startswith(".") and not d.name.endswith(".egg-info")
+        }
+        - {"operator", "spark"}
+        - ignored
+    )
     assert packages - named == set()
     assert folders - named == set()
     assert {p for p in named if "/" in p} <= packages | {str(p.relative_to(ROOT)) for p in PACKAGES}
@@ -311,3 +320,11 @@ def test_every_dotted_name_a_doc_gives_is_in_the_code() -> None:
         if not importable(name) and f'"{name}"' not in sources
     }
     assert wrong == set()
+
+
+def test_every_make_command_the_readme_gives_is_a_makefile_target() -> None:
+    targets = set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), re.M))
+    given = set(re.findall(r"`make ([\w-]+)`|^make ([\w-]+)", (ROOT / "README.md").read_text(), re.M))
+    named = {a or b for a, b in given}
+    assert {"demo", "test", "check"} <= named
+    assert named - targets == set()
