@@ -29,8 +29,9 @@ echo "== layers: import-linter"
 lint-imports
 # Side by side (pytest-xdist): a whole file per worker (a module's cluster starts once), the
 # longest files first (tests/file_seconds.json; xdist's own reordering by test count is off).
-# Each worker has its own Kafka ports (KAFKA_HEALTH_TEST_PORT + 3200 per worker), clusters and
-# control plane (tests/parallel.py). KAFKA_HEALTH_TEST_WORKERS=0 runs the suite in one process.
+# Each worker has its own Kafka ports (3200 apart from KAFKA_HEALTH_TEST_PORT: down from the
+# default 29092, clear of the kernel's ephemeral ports), clusters and control plane
+# (tests/parallel.py). KAFKA_HEALTH_TEST_WORKERS=0 runs the suite in one process.
 workers=${KAFKA_HEALTH_TEST_WORKERS:-3}
 reports=build/test-reports
 rm -rf "$reports" && mkdir -p "$reports"

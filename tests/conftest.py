@@ -5,8 +5,9 @@ Environment knobs (all optional):
 - KAFKA_HEALTH_TEST_TESTBED_DIR: reuse this state dir instead of a fresh temporary one.
 - KAFKA_HEALTH_KEEP_TESTBED=1: leave the cluster running after the session (faster local reruns).
 
-Under pytest-xdist (`-n N`, as hack/test.sh runs the suite) worker gwN adds N * 3200 to
-KAFKA_HEALTH_TEST_PORT and puts its testbed under KAFKA_HEALTH_TEST_TESTBED_DIR/gwN
+Under pytest-xdist (`-n N`, as hack/test.sh runs the suite) worker gwN runs with its own
+KAFKA_HEALTH_TEST_PORT, N * 3200 from the base (down from 29092: 25892, 22692, …; up from a base in
+the kernel's ephemeral range) and its testbed under KAFKA_HEALTH_TEST_TESTBED_DIR/gwN
 (tests/parallel.py): each worker brings its own clusters and control plane.
 """
 

@@ -6,10 +6,14 @@ started once, as in a serial run. What else the workers could share is kept apar
 
 - Ports. Every fixed port of the suite is an offset from KAFKA_HEALTH_TEST_PORT (the session
   cluster at +0, tests/secured/helpers.py's clusters up to +2975, tests/compat at +2600..+2802,
-  tests/k8s/test_controller_roll.py at +3000..+3102). Worker gwN runs with
-  KAFKA_HEALTH_TEST_PORT = base + N * WORKER_PORT_STRIDE, set in os.environ before any test, so
-  the fixtures, the `kafka-health` subprocesses and the operator processes tests start all see
-  it. The stride is larger than the widest offset: no two workers' clusters share a port.
+  tests/k8s/test_controller_roll.py at +3000..+3102). Worker gwN runs with its own
+  KAFKA_HEALTH_TEST_PORT, N * WORKER_PORT_STRIDE away from the base, set in os.environ before any
+  test, so the fixtures, the `kafka-health` subprocesses and the operator processes tests start
+  all see it. The stride is larger than the widest offset: no two workers' clusters share a port.
+  A base below the kernel's ephemeral port range (the default 29092) keeps every worker below
+  it: the workers step down (29092, 25892, 22692, …), since in that range an outgoing connection
+  can take a stopped broker's port and the broker cannot start again (the testbed CLI warns of
+  it). Any other base steps up (50092, 53292, …).
 - State. KAFKA_HEALTH_TEST_TESTBED_DIR, when set, becomes <dir>/gwN (each worker its own
   cluster, control plane and pod stand-in there). Temporary dirs are per worker already
   (pytest's basetemp gets a popen-gwN child); the control plane and the operators' metrics and
@@ -30,10 +34,12 @@ DEFAULT_PORT = 29092
 # brokers +3000..+3002, controllers +3100..+3102); the next worker starts clear of it.
 WORKER_PORT_STRIDE = 3200
 WIDEST_PORT_OFFSET = 3102
+MIN_PORT = 1024  # stepping down stops above the privileged ports (then the workers step up)
 
 # Seconds each file took in a measured run (build/test-reports/file-seconds.json of `make test`;
 # copy it here when files grow or move). Only the order of the files depends on it.
 FILE_SECONDS_PATH = Path(__file__).with_name("file_seconds.json")
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
 def worker_index(environ: MutableMapping[str, str]) -> int | None:
@@ -44,18 +50,31 @@ def worker_index(environ: MutableMapping[str, str]) -> int | None:
     return int(worker[2:])
 
 
-def worker_port(base: int, index: int) -> int:
+def ephemeral_low(range_file: Path = EPHEMERAL_RANGE_FILE) -> int | None:
+    """The first port of the kernel's ephemeral range (Linux: 32768); None when unreadable."""
+    try:
+        return int(range_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def worker_port(base: int, index: int, ephemeral_low: int | None) -> int:
+    """Worker `index`'s KAFKA_HEALTH_TEST_PORT: below `base` when the base's ports all lie below the
+    ephemeral range (so the worker's do too), else above it."""
+    down = base - index * WORKER_PORT_STRIDE
+    if ephemeral_low is not None and base + WIDEST_PORT_OFFSET < ephemeral_low and down >= MIN_PORT:
+        return down
     return base + index * WORKER_PORT_STRIDE
 
 
-def isolate_worker(environ: MutableMapping[str, str]) -> int | None:
+def isolate_worker(environ: MutableMapping[str, str], range_file: Path = EPHEMERAL_RANGE_FILE) -> int | None:
     """Give this xdist worker its own KAFKA_HEALTH_TEST_PORT and testbed dir (in `environ`, so
     every child process inherits them); returns the worker's index, None when not a worker."""
     index = worker_index(environ)
     if index is None:
         return None
     base = int(environ.get("KAFKA_HEALTH_TEST_PORT", str(DEFAULT_PORT)))
-    environ["KAFKA_HEALTH_TEST_PORT"] = str(worker_port(base, index))
+    environ["KAFKA_HEALTH_TEST_PORT"] = str(worker_port(base, index, ephemeral_low(range_file)))
     state_dir = environ.get("KAFKA_HEALTH_TEST_TESTBED_DIR")
     if state_dir:
         environ["KAFKA_HEALTH_TEST_TESTBED_DIR"] = str(Path(state_dir) / f"gw{index}")

@@ -17,28 +17,52 @@ PLAIN_SPAN = 102
 WITH_INTER_BROKER_SPAN = 202
 
 
-def test_a_worker_gets_its_own_port_range_and_state_dir() -> None:
+def range_file(tmp_path: Path, text: str = "32768\t60999\n") -> Path:
+    path = tmp_path / "ip_local_port_range"
+    path.write_text(text)
+    return path
+
+
+def test_a_worker_gets_its_own_port_range_and_state_dir(tmp_path: Path) -> None:
     env = {
         "PYTEST_XDIST_WORKER": "gw2",
         "KAFKA_HEALTH_TEST_PORT": "50092",
         "KAFKA_HEALTH_TEST_TESTBED_DIR": "/s",
     }
-    assert parallel.isolate_worker(env) == 2
+    assert parallel.isolate_worker(env, range_file(tmp_path)) == 2
     assert env["KAFKA_HEALTH_TEST_PORT"] == str(50092 + 2 * parallel.WORKER_PORT_STRIDE)
     assert env["KAFKA_HEALTH_TEST_TESTBED_DIR"] == str(Path("/s") / "gw2")
 
 
-def test_the_default_port_is_the_base_and_a_serial_run_is_untouched() -> None:
-    env = {"PYTEST_XDIST_WORKER": "gw1"}
-    parallel.isolate_worker(env)
-    assert env == {
-        "PYTEST_XDIST_WORKER": "gw1",
-        "KAFKA_HEALTH_TEST_PORT": str(29092 + parallel.WORKER_PORT_STRIDE),
-    }
+def test_below_the_ephemeral_range_the_workers_stay_below_it(tmp_path: Path) -> None:
+    """The default base 29092: every worker's ports (up to +3102) stay below 32768, where an
+    outgoing connection never takes a restarted broker's port."""
+    for index in range(4):
+        env = {"PYTEST_XDIST_WORKER": f"gw{index}"}
+        parallel.isolate_worker(env, range_file(tmp_path))
+        port = int(env["KAFKA_HEALTH_TEST_PORT"])
+        assert port == 29092 - index * parallel.WORKER_PORT_STRIDE
+        assert port + parallel.WIDEST_PORT_OFFSET < 32768
+        assert port > 19294  # clear of the demo cluster's ports (19092..19294)
+
+
+def test_steps_up_when_the_range_is_unknown_or_the_ports_would_run_out() -> None:
+    assert parallel.worker_port(29092, 1, None) == 29092 + parallel.WORKER_PORT_STRIDE
+    assert parallel.worker_port(2000, 1, 32768) == 2000 + parallel.WORKER_PORT_STRIDE
+    assert parallel.worker_port(29092, 0, 32768) == 29092
+
+
+def test_a_serial_run_is_untouched(tmp_path: Path) -> None:
     for serial in ({}, {"KAFKA_HEALTH_TEST_PORT": "29092"}, {"PYTEST_XDIST_WORKER": "master"}):
         before = dict(serial)
-        assert parallel.isolate_worker(serial) is None
+        assert parallel.isolate_worker(serial, range_file(tmp_path)) is None
         assert serial == before
+
+
+def test_an_unreadable_range_file_is_no_range(tmp_path: Path) -> None:
+    assert parallel.ephemeral_low(range_file(tmp_path, "32768 60999")) == 32768
+    assert parallel.ephemeral_low(range_file(tmp_path, "garbage")) is None
+    assert parallel.ephemeral_low(tmp_path / "absent") is None
 
 
 def test_no_test_cluster_reaches_the_next_workers_ports() -> None:
