@@ -1,8 +1,9 @@
 """The docs stay in step with the repository: every relative link leads to a file (and heading)
 that exists; every repository file and `kafka_health…` name a doc gives in backticks exists;
 nothing cites a path outside the repository; the Python signatures the docs quote are the code's;
-the README's Layout names every package and top-level folder; docs/design.md states the import
-layers of pyproject.toml.
+the README's Layout names every package and top-level folder, its `make` commands are Makefile
+targets and its dependency table says why of every dependency in pyproject.toml; docs/design.md
+states the import layers of pyproject.toml.
 
 The signature convention (README, "House rules"): a fenced ```python block whose first line is a
 comment naming a module (`# kafka_health.remediate.leader_election`) and whose body is `def`
@@ -328,3 +329,14 @@ def test_every_make_command_the_readme_gives_is_a_makefile_target() -> None:
     named = {a or b for a, b in given}
     assert {"demo", "test", "check"} <= named
     assert named - targets == set()
+
+
+def test_the_readme_says_why_of_every_dependency() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = [
+        *project["dependencies"],
+        *(r for extra in project["optional-dependencies"].values() for r in extra),
+    ]
+    names = {re.split(r"[\[<>=!~ ]", r, maxsplit=1)[0].lower() for r in requirements} - {project["name"]}
+    section = (ROOT / "README.md").read_text().split("\n## Dependencies", 1)[1].split("\n## ", 1)[0].lower()
+    assert {n for n in names if n not in section} == set()
