@@ -1,9 +1,9 @@
 """The docs stay in step with the repository: every relative link leads to a file (and heading)
 that exists; every repository file and `kafka_health…` name a doc gives in backticks exists;
-nothing in the repository (code included) cites a path outside it; the Python signatures the docs quote are the code's;
-the README's Layout names every package and top-level folder, its `make` commands are Makefile
-targets and its dependency table says why of every dependency in pyproject.toml; docs/design.md
-states the import layers of pyproject.toml.
+nothing in the repository (code included) cites a path outside it; the Python signatures the
+docs quote are the code's; the README's Layout names every package and top-level folder, its
+`make` commands are Makefile targets and its dependency table says why of every dependency in
+pyproject.toml; docs/design.md states the import layers of pyproject.toml.
 
 The signature convention (README, "House rules"): a fenced ```python block whose first line is a
 comment naming a module (`# kafka_health.remediate.leader_election`) and whose body is `def`
