@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_health.testbed.cluster import CONTROLLER_ID_BASE, BrokerState
+from kafka_health.testbed.broker_config import CONTROLLER_ID_BASE
 from kafka_health.testbed.pod_layout import NAMESPACE, STRIMZI_NAMESPACE, PodLayout
+from kafka_health.testbed.state import BrokerState
 
 
 def node(node_id: int, role: str) -> BrokerState:

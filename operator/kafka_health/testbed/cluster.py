@@ -25,95 +25,20 @@ import socket
 import subprocess
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from kafka_health._kits.paths import state_root
-from kafka_health.testbed import distribution, security
+from kafka_health.testbed import broker_config, distribution, security, tools
+
+# The node-id and port constants, where the testbed's users have always found them.
+from kafka_health.testbed.broker_config import CONTROLLER_ID_BASE as CONTROLLER_ID_BASE
+from kafka_health.testbed.broker_config import INTERNAL_PORT_OFFSET as INTERNAL_PORT_OFFSET
+from kafka_health.testbed.state import BrokerState, TestbedError, TestbedState
 
 DEFAULT_BASE_PORT = 19092  # clear of a user's Kafka on 9092
-CONTROLLER_PORT_OFFSET = 100
-INTERNAL_PORT_OFFSET = 200  # the inter-broker listener of a secured testbed
-CONTROLLER_ID_BASE = 100  # node ids of dedicated controllers (brokers keep 0..N-1 = pod ordinals)
 DEFAULT_HEAP = "384m"
-
-# Kafka command-line tools by their script name → main class (the scripts are not in the jars).
-TOOLS = {
-    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
-    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
-    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
-    "kafka-configs": "kafka.admin.ConfigCommand",
-    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
-    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
-    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
-    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
-    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
-    "kafka-storage": "kafka.tools.StorageTool",
-    "kafka-acls": "org.apache.kafka.tools.AclCommand",
-}
-# Kafka 3.x keeps these tools in the Scala core (moved to kafka-tools in 4.0).
-TOOLS_3 = {
-    "kafka-console-producer": "kafka.tools.ConsoleProducer",
-    "kafka-acls": "kafka.admin.AclCommand",
-}
-# The option each tool reads client settings from (Kafka 4.1's names); absent: it takes none.
-COMMAND_CONFIG_OPTION = {
-    "kafka-topics": "--command-config",
-    "kafka-consumer-groups": "--command-config",
-    "kafka-leader-election": "--admin.config",
-    "kafka-metadata-quorum": "--command-config",
-    "kafka-configs": "--command-config",
-    "kafka-log-dirs": "--command-config",
-    "kafka-reassign-partitions": "--command-config",
-    "kafka-get-offsets": "--command-config",
-    "kafka-console-producer": "--producer.config",
-    "kafka-console-consumer": "--consumer.config",
-    "kafka-acls": "--command-config",
-}
-
-
-class TestbedError(RuntimeError):
-    """The testbed could not do what was asked; the message names the broker and the log to read."""
-
-    __test__ = False
-
-
-@dataclass
-class BrokerState:
-    id: int
-    port: int
-    controller_port: int
-    pid: int | None = None
-    internal_port: int | None = None  # the PLAINTEXT inter-broker listener of a secured testbed
-    role: str = "broker,controller"  # process.roles: combined, "broker" or "controller"
-
-
-@dataclass
-class TestbedState:
-    __test__ = False
-    brokers: list[BrokerState]
-    cluster_id: str
-    kafka_version: str
-    auto_leader_rebalance: bool = False
-    extra: dict[str, str] = field(default_factory=dict)
-    security: str = "plaintext"  # one of security.MODES: how the client listener is secured
-    controllers: list[BrokerState] = field(default_factory=list)  # dedicated controller-only nodes
-
-    @property
-    def nodes(self) -> list[BrokerState]:
-        """Every process: brokers (or combined nodes), then dedicated controllers."""
-        return [*self.brokers, *self.controllers]
-
-    @property
-    def voters(self) -> list[BrokerState]:
-        """The KRaft voters: the dedicated controllers, else the combined nodes."""
-        return self.controllers or self.brokers
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers)
 
 
 def default_state_dir() -> Path:
@@ -162,10 +87,10 @@ class Testbed:
 
     # ---------------------------------------------------------------- layout
     def config_path(self, broker_id: int) -> Path:
-        return self.state_dir / "config" / f"broker-{broker_id}.properties"
+        return broker_config.config_path(self.state_dir, broker_id)
 
     def data_dir(self, broker_id: int) -> Path:
-        return self.state_dir / "data" / f"broker-{broker_id}"
+        return broker_config.data_dir(self.state_dir, broker_id)
 
     def log_path(self, broker_id: int) -> Path:
         return self.state_dir / "logs" / f"broker-{broker_id}.log"
@@ -202,102 +127,6 @@ class Testbed:
             conf["sasl.password"] = material.password(user)
         return conf
 
-    def _listener_props(self, state: TestbedState, b: BrokerState) -> dict[str, Any]:
-        if b.role == "controller":
-            return {
-                "listeners": f"CONTROLLER://127.0.0.1:{b.controller_port}",
-                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-                **self.material(state).controller_props(),
-            }
-        controller_listener = [f"CONTROLLER://127.0.0.1:{b.controller_port}"] if b.role != "broker" else []
-        if state.security == "plaintext" or b.internal_port is None:
-            return {
-                "listeners": ",".join([f"PLAINTEXT://127.0.0.1:{b.port}", *controller_listener]),
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
-                "inter.broker.listener.name": "PLAINTEXT",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            }
-            return {
-                "listeners": f"PLAINTEXT://127.0.0.1:{b.port},CONTROLLER://127.0.0.1:{b.controller_port}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{b.port}",
-                "inter.broker.listener.name": "PLAINTEXT",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            }
-        protocol = security.PROTOCOL[state.security]
-        return {
-            "listeners": ",".join(
-                [
-                    f"CLIENT://127.0.0.1:{b.port}",
-                    f"INTERNAL://127.0.0.1:{b.internal_port}",
-                    *controller_listener,
-                ]
-            ),
-            "advertised.listeners": f"CLIENT://127.0.0.1:{b.port},INTERNAL://127.0.0.1:{b.internal_port}",
-            "inter.broker.listener.name": "INTERNAL",
-            "listener.security.protocol.map": f"CLIENT:{protocol},INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            **self.material(state).broker_props(b.id, "CLIENT"),
-        }
-
-    def _write_configs(self, state: TestbedState) -> None:
-        n = len(state.brokers)
-        self.material(state).ensure([b.id for b in state.brokers])
-        voters = ",".join(f"{b.id}@127.0.0.1:{b.controller_port}" for b in state.voters)
-        (self.state_dir / "config").mkdir(parents=True, exist_ok=True)
-        (self.state_dir / "logs").mkdir(parents=True, exist_ok=True)
-        rf, min_isr = min(3, n), min(2, n)
-        for b in state.nodes:
-            props = {
-                "process.roles": b.role,
-                "node.id": b.id,
-                "controller.quorum.voters": voters,
-                **self._listener_props(state, b),
-                "controller.listener.names": "CONTROLLER",
-                "log.dirs": self.data_dir(b.id),
-                "num.partitions": 3,
-                "default.replication.factor": rf,
-                "min.insync.replicas": min_isr,
-                "offsets.topic.replication.factor": rf,
-                "offsets.topic.num.partitions": 6,
-                "transaction.state.log.replication.factor": rf,
-                "transaction.state.log.min.isr": min_isr,
-                "group.initial.rebalance.delay.ms": 0,
-                # The operator is what heals leader imbalance here; the bench turns Kafka's own on.
-                "auto.leader.rebalance.enable": str(state.auto_leader_rebalance).lower(),
-                "num.network.threads": 2,
-                "num.io.threads": 2,
-                "num.recovery.threads.per.data.dir": 1,
-                "background.threads": 2,
-                "log.cleaner.threads": 1,
-                "log.segment.bytes": 16 * 1024 * 1024,
-                "share.coordinator.state.topic.replication.factor": rf,
-                "share.coordinator.state.topic.min.isr": min_isr,
-                **state.extra,
-            }
-            text = "".join(f"{k}={v}\n" for k, v in props.items())
-            self.config_path(b.id).write_text(text)
-        log4j = self.state_dir / "config" / "log4j2.properties"
-        log4j.write_text(
-            "status = warn\n"
-            "appender.file.type = File\n"
-            "appender.file.name = FILE\n"
-            "appender.file.fileName = ${sys:kafka.logs.file}\n"
-            "appender.file.layout.type = PatternLayout\n"
-            "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
-            "rootLogger.level = INFO\n"
-            "rootLogger.appenderRef.file.ref = FILE\n"
-            "logger.kafka.name = org.apache.kafka\nlogger.kafka.level = INFO\n"
-            "logger.state.name = state.change.logger\nlogger.state.level = WARN\n"
-        )
-        # Kafka 3.x logs through reload4j (log4j 1): the same layout in its syntax.
-        (self.state_dir / "config" / "log4j.properties").write_text(
-            "log4j.rootLogger=INFO, file\n"
-            "log4j.appender.file=org.apache.log4j.FileAppender\n"
-            "log4j.appender.file.File=${kafka.logs.file}\n"
-            "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
-            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
-            "log4j.logger.state.change.logger=WARN\n"
-        )
-
     # ---------------------------------------------------------------- java
     def _java(
         self,
@@ -308,34 +137,16 @@ class Testbed:
         gc: str = "-XX:+UseG1GC",
         extra_jvm: list[str] | None = None,
     ) -> list[str]:
-        version = self.require_version()
-        libs = distribution.ensure_kafka(version)
-        config = self.state_dir / "config"
-        logging_config = (
-            f"-Dlog4j2.configurationFile={config / 'log4j2.properties'}"
-            if distribution.uses_log4j2(version)
-            else f"-Dlog4j.configuration=file:{config / 'log4j.properties'}"
+        return broker_config.java_command(
+            self.require_version(), self.state_dir, main, args, heap=heap, gc=gc, extra_jvm=extra_jvm
         )
-        return [
-            "java",
-            f"-Xms{heap}",
-            f"-Xmx{heap}",
-            gc,
-            "-Djava.awt.headless=true",
-            logging_config,
-            *(extra_jvm or []),
-            "-cp",
-            f"{libs}/*",
-            main,
-            *args,
-        ]
 
     def require_version(self) -> str:
         state = self.load()
         return state.kafka_version if state else distribution.KAFKA_VERSION
 
     # ---------------------------------------------------------------- lifecycle
-    def up(  # noqa: C901, PLR0912
+    def up(
         self,
         brokers: int | None = None,
         base_port: int = DEFAULT_BASE_PORT,
@@ -361,74 +172,63 @@ class Testbed:
         if security_mode is not None and security_mode not in security.MODES:
             raise TestbedError(f"--security must be one of {', '.join(security.MODES)}")
         if state is None:
-            brokers = 3 if brokers is None else brokers
-            if brokers < 1:
-                raise TestbedError("--brokers must be at least 1")
-            if controllers is not None and controllers < 0:
-                raise TestbedError("--controllers must be 0 (combined nodes) or more")
-            mode = security_mode or "plaintext"
-            secured = mode != "plaintext"
-            dedicated = bool(controllers)
-            state = TestbedState(
-                brokers=[
-                    BrokerState(
-                        id=i,
-                        port=base_port + i,
-                        controller_port=0 if dedicated else base_port + CONTROLLER_PORT_OFFSET + i,
-                        internal_port=base_port + INTERNAL_PORT_OFFSET + i if secured else None,
-                        role="broker" if dedicated else "broker,controller",
-                    )
-                    for i in range(brokers)
-                ],
-                controllers=[
-                    BrokerState(
-                        id=CONTROLLER_ID_BASE + i,
-                        port=0,
-                        controller_port=base_port + CONTROLLER_PORT_OFFSET + i,
-                        role="controller",
-                    )
-                    for i in range(controllers or 0)
-                ],
-                cluster_id=_kafka_uuid(),
+            state = self._create(
+                3 if brokers is None else brokers,
+                controllers,
+                base_port,
                 kafka_version=version or distribution.KAFKA_VERSION,
                 auto_leader_rebalance=auto_leader_rebalance,
-                security=mode,
+                security_mode=security_mode or "plaintext",
             )
-            for b in state.nodes:
-                ports = [p for p in (b.port, b.controller_port, b.internal_port) if p]
-                for port in ports:
-                    if _port_open(port):
-                        raise TestbedError(
-                            f"port {port} on 127.0.0.1 is already in use; pick another --base-port"
-                        )
-            self._save(state)
-        elif brokers is not None and len(state.brokers) != brokers:
-            raise TestbedError(
-                f"the testbed in {self.state_dir} has {len(state.brokers)} brokers; "
-                "run `kafka-health testbed down --purge` to recreate it with another size"
-            )
-        elif controllers is not None and len(state.controllers) != controllers:
-            raise TestbedError(
-                f"the testbed in {self.state_dir} has {len(state.controllers)} dedicated controllers; "
-                "run `kafka-health testbed down --purge` to recreate it with another layout"
-            )
-        elif security_mode is not None and state.security != security_mode:
-            raise TestbedError(
-                f"the testbed in {self.state_dir} was created with --security {state.security}; "
-                "run `kafka-health testbed down --purge` to recreate it with another"
-            )
-        self._write_configs(state)
+        else:
+            broker_config.check_same_shape(state, self.state_dir, brokers, controllers, security_mode)
+        broker_config.write_configs(state, self.state_dir, self.material(state))
         for b in state.nodes:
             if not self._alive(b):
                 self._start_process(state, b)
         self.wait_serving(state, [b.id for b in state.nodes], timeout=timeout)
         return state
 
+    def _create(
+        self,
+        brokers: int,
+        controllers: int | None,
+        base_port: int,
+        *,
+        kafka_version: str,
+        auto_leader_rebalance: bool,
+        security_mode: str,
+    ) -> TestbedState:
+        """A new cluster's state, recorded once every port it needs is free."""
+        if brokers < 1:
+            raise TestbedError("--brokers must be at least 1")
+        if controllers is not None and controllers < 0:
+            raise TestbedError("--controllers must be 0 (combined nodes) or more")
+        nodes, voters = broker_config.new_layout(
+            brokers, controllers or 0, base_port, security_mode != "plaintext"
+        )
+        state = TestbedState(
+            brokers=nodes,
+            controllers=voters,
+            cluster_id=_kafka_uuid(),
+            kafka_version=kafka_version,
+            auto_leader_rebalance=auto_leader_rebalance,
+            security=security_mode,
+        )
+        for b in state.nodes:
+            for port in (p for p in (b.port, b.controller_port, b.internal_port) if p):
+                if _port_open(port):
+                    raise TestbedError(
+                        f"port {port} on 127.0.0.1 is already in use; pick another --base-port"
+                    )
+        self._save(state)
+        return state
+
     def _format(self, state: TestbedState, b: BrokerState) -> None:
         if (self.data_dir(b.id) / "meta.properties").exists():
             return
         cmd = self._java(
-            TOOLS["kafka-storage"],
+            tools.TOOLS["kafka-storage"],
             [
                 "format",
                 f"--cluster-id={state.cluster_id}",
@@ -464,7 +264,7 @@ class Testbed:
         state = self.require()
         b = self.broker(state, broker_id)
         if not self._alive(b):
-            self._write_configs(state)
+            broker_config.write_configs(state, self.state_dir, self.material(state))
             self._start_process(state, b)
         if wait:
             self.wait_serving(state, [broker_id], timeout=timeout)
@@ -626,27 +426,12 @@ class Testbed:
 
     # ---------------------------------------------------------------- tools
     def tool_command(self, name: str, args: list[str]) -> list[str]:
-        if name not in TOOLS:
-            raise TestbedError(f"unknown tool {name!r}; one of: {', '.join(sorted(TOOLS))}")
+        """The java command line of Kafka's tool `name` against the testbed, as its admin."""
         state = self.require()
-        args = list(args)
-        takes_bootstrap = name not in ("kafka-storage",)
-        if takes_bootstrap and not any(a in args for a in ("--bootstrap-server", "--bootstrap-controller")):
-            args = ["--bootstrap-server", state.bootstrap_servers, *args]
-        option = COMMAND_CONFIG_OPTION.get(name)
-        properties = self.client_properties()
-        given = {"--command-config", "--admin.config", "--producer.config", "--consumer.config"}
-        # Not for --bootstrap-controller: the controller listener is PLAINTEXT.
-        controller = "--bootstrap-controller" in args
-        if option and properties is not None and not controller and not given.intersection(args):
-            # Before any subcommand: kafka-metadata-quorum takes its options ahead of `describe`.
-            args = [option, str(properties), *args]
-        main = TOOLS[name]
-        if not distribution.uses_log4j2(state.kafka_version):
-            main = TOOLS_3.get(name, main)
+        full_args = tools.tool_args(name, args, state.bootstrap_servers, self.client_properties())
         return self._java(
-            main,
-            args,
+            tools.main_class(name, state.kafka_version),
+            full_args,
             heap="256m",
             gc="-XX:+UseSerialGC",
             extra_jvm=[

@@ -20,7 +20,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_health.testbed.cluster import CONTROLLER_ID_BASE, BrokerState
+from kafka_health.testbed.broker_config import CONTROLLER_ID_BASE
+from kafka_health.testbed.state import BrokerState
 
 NAMESPACE = "kafka"
 STATEFULSET = "kafka"

@@ -1,0 +1,72 @@
+"""Kafka's command-line tools as the testbed runs them: the main class behind each script name (the
+scripts are not in the jars) and the option through which each reads client settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafka_health.testbed import distribution
+from kafka_health.testbed.state import TestbedError
+
+# Kafka command-line tools by their script name → main class (the scripts are not in the jars).
+TOOLS = {
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-acls": "org.apache.kafka.tools.AclCommand",
+}
+# Kafka 3.x keeps these tools in the Scala core (moved to kafka-tools in 4.0).
+TOOLS_3 = {
+    "kafka-console-producer": "kafka.tools.ConsoleProducer",
+    "kafka-acls": "kafka.admin.AclCommand",
+}
+# The option each tool reads client settings from (Kafka 4.1's names); absent: it takes none.
+COMMAND_CONFIG_OPTION = {
+    "kafka-topics": "--command-config",
+    "kafka-consumer-groups": "--command-config",
+    "kafka-leader-election": "--admin.config",
+    "kafka-metadata-quorum": "--command-config",
+    "kafka-configs": "--command-config",
+    "kafka-log-dirs": "--command-config",
+    "kafka-reassign-partitions": "--command-config",
+    "kafka-get-offsets": "--command-config",
+    "kafka-console-producer": "--producer.config",
+    "kafka-console-consumer": "--consumer.config",
+    "kafka-acls": "--command-config",
+}
+
+# The options through which a caller already gave client settings: the testbed's are not added then.
+_GIVEN_CONFIG = {"--command-config", "--admin.config", "--producer.config", "--consumer.config"}
+
+
+def main_class(name: str, kafka_version: str) -> str:
+    """The tool's main class in this Kafka version (3.x keeps some in the Scala core)."""
+    if name not in TOOLS:
+        raise TestbedError(f"unknown tool {name!r}; one of: {', '.join(sorted(TOOLS))}")
+    main = TOOLS[name]
+    return main if distribution.uses_log4j2(kafka_version) else TOOLS_3.get(name, main)
+
+
+def tool_args(name: str, args: list[str], bootstrap_servers: str, properties: Path | None) -> list[str]:
+    """`args` with the testbed's bootstrap servers and client settings added where the caller gave none."""
+    if name not in TOOLS:
+        raise TestbedError(f"unknown tool {name!r}; one of: {', '.join(sorted(TOOLS))}")
+    args = list(args)
+    takes_bootstrap = name not in ("kafka-storage",)
+    if takes_bootstrap and not any(a in args for a in ("--bootstrap-server", "--bootstrap-controller")):
+        args = ["--bootstrap-server", bootstrap_servers, *args]
+    option = COMMAND_CONFIG_OPTION.get(name)
+    # Not for --bootstrap-controller: the controller listener is PLAINTEXT.
+    controller = "--bootstrap-controller" in args
+    if option and properties is not None and not controller and not _GIVEN_CONFIG.intersection(args):
+        # Before any subcommand: kafka-metadata-quorum takes its options ahead of `describe`.
+        args = [option, str(properties), *args]
+    return args
