@@ -36,10 +36,11 @@ workers=${KAFKA_HEALTH_TEST_WORKERS:-2}
 reports=build/test-reports
 rm -rf "$reports" && mkdir -p "$reports"
 echo "== tests: pytest ($workers workers; reports in $reports)"
-# pytest exits 5 when it collects nothing: that is a failure here, not a pass.
+# pytest exits 5 when it collects nothing: that is a failure here, not a pass. The path is given
+# (tests/ by default) so that tests/conftest.py, which adds --durations-report, loads first.
 rc=0
 pytest -n "$workers" --dist loadfile --no-loadscope-reorder \
-  --junitxml="$reports/junit.xml" --durations-report "$reports" "$@" || rc=$?
+  --junitxml="$reports/junit.xml" --durations-report "$reports" "${@:-tests}" || rc=$?
 echo "== reports: $reports/junit.xml, $reports/durations.txt (every file and test, longest first)"
 echo "== make test: done in $(( $(date +%s) - t0 ))s (pytest exit $rc)"
 exit "$rc"
