@@ -61,9 +61,7 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "loads when reset-offsets runs; elect-leaders and --help never need it",
     # end cli
 }
-LOCAL_IMPORTS_FOR_NOW = {
-    "kafka_health.diagnose.class_archive",
-}
+LOCAL_IMPORTS_FOR_NOW: set[str] = set()
 
 
 def _package(module: str) -> str:

@@ -20,6 +20,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafka_health.diagnose.run import run_diagnosis
+from kafka_health.history.store import HistoryStore
 from kafka_health.models.snapshot import (
     Broker,
     ClusterSnapshot,
@@ -32,6 +34,10 @@ from kafka_health.models.snapshot import (
     QuorumVoter,
     TopicConfig,
 )
+from kafka_health_spark import class_archive, reuse
+from kafka_health_spark.session import SHORT_LIVED_CONF, get_session, stop_session
+from kafka_health_spark.slot_windows import SlotWindows
+from kafka_health_spark.windows import HistoryWindows
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -117,13 +123,6 @@ def training_snapshot(k: int) -> ClusterSnapshot:
 
 def train(spark: SparkSession, history: Path) -> None:
     """Diagnose the training cluster as the CLI does, then as the operator does."""
-    from kafka_health.diagnose.run import run_diagnosis
-    from kafka_health.history.store import HistoryStore
-    from kafka_health_spark import reuse
-    from kafka_health_spark.session import SHORT_LIVED_CONF
-    from kafka_health_spark.slot_windows import SlotWindows
-    from kafka_health_spark.windows import HistoryWindows
-
     store = HistoryStore(history)
     # As the operator's workers keep them (`cycle._plans_for`, `cycle._windows_for`).
     plans = reuse.ReusedPlans(spark) if reuse.available(spark) else None
@@ -146,7 +145,6 @@ def train(spark: SparkSession, history: Path) -> None:
 
 def build(target: Path) -> None:
     """Write the archive to `target` (through a temporary file in the same directory)."""
-    from kafka_health_spark.session import get_session, stop_session
 
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
@@ -166,7 +164,6 @@ def build(target: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kafka_health_spark import class_archive
 
     parser = argparse.ArgumentParser(
         prog="python -m kafka_health.diagnose.class_archive", description=__doc__.split("\n\n")[0]
