@@ -15,10 +15,10 @@ from typing import Annotated, Any
 import typer
 
 from kafka_health.cli import kafka_options, quiet
+from kafka_health.cli.kafka_options import Bootstrap
 from kafka_health.cli.remediation_cli import (
     FAILED,
     PARTIAL,
-    Bootstrap,
     Execute,
     Output,
     OutputOpt,

@@ -1,4 +1,5 @@
-"""The options every subcommand that talks to Kafka shares: `--command-config FILE`.
+"""The options every subcommand that talks to Kafka shares: `--command-config FILE` and
+`--bootstrap-servers`.
 
 `--command-config` is Kafka's own client.properties (as Kafka's tools take it), read by
 `collect.client_properties`; its default is `$KAFKA_HEALTH_COMMAND_CONFIG` (which
@@ -28,6 +29,17 @@ CommandConfig = Annotated[
         help="Kafka client settings (client.properties, as Kafka's tools take them): security.protocol, "
         "sasl.mechanism, sasl.jaas.config, ssl.truststore.* / ssl.keystore.* (PEM). "
         f"Default: ${client_properties.ENV_VAR}.",
+    ),
+]
+
+# --bootstrap-servers of the commands that act on a cluster (elect-leaders, reset-offsets, restart).
+Bootstrap = Annotated[
+    str,
+    typer.Option(
+        "--bootstrap-servers",
+        "-b",
+        envvar="KAFKA_BOOTSTRAP_SERVERS",
+        help="HOST:PORT[,HOST:PORT...] of the cluster.",
     ),
 ]
 

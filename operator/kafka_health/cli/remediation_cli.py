@@ -33,6 +33,7 @@ import typer
 from pydantic import ValidationError
 
 from kafka_health.cli import kafka_options, quiet
+from kafka_health.cli.kafka_options import Bootstrap
 from kafka_health.collect import security_errors
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
 from kafka_health.models.policy import OffsetResetRequest, format_duration
@@ -51,15 +52,6 @@ class Output(StrEnum):
     json = "json"
 
 
-Bootstrap = Annotated[
-    str,
-    typer.Option(
-        "--bootstrap-servers",
-        "-b",
-        envvar="KAFKA_BOOTSTRAP_SERVERS",
-        help="HOST:PORT[,HOST:PORT...] of the cluster.",
-    ),
-]
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="table or json.")]
 Execute = Annotated[bool, typer.Option("--execute", help="Act. Without it: print the plan, change nothing.")]
 

@@ -41,10 +41,10 @@ from __future__ import annotations
 import typer
 
 from kafka_health.cli import kafka_options, quiet, restart_plan, restart_print, restart_run
+from kafka_health.cli.kafka_options import Bootstrap
 from kafka_health.cli.restart_honest import NeverSafe
 from kafka_health.cli.restart_options import (
     AfterEach,
-    Bootstrap,
     BrokerIdLabel,
     BrokerRegistered,
     Brokers,

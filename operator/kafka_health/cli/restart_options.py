@@ -45,15 +45,6 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-Bootstrap = Annotated[
-    str,
-    typer.Option(
-        "--bootstrap-servers",
-        "-b",
-        envvar="KAFKA_BOOTSTRAP_SERVERS",
-        help="HOST:PORT[,HOST:PORT...] of the cluster.",
-    ),
-]
 Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the broker pods.")]
 StatefulSet = Annotated[
     str | None, typer.Option("--statefulset", help="The brokers' StatefulSet (broker id = ordinal).")
