@@ -20,6 +20,7 @@ import json, sys, tempfile, time
 from pathlib import Path
 from pyspark.sql import functions as F
 from kafka_health.controller.cycle import PolicyWorker
+from kafka_health.controller.observe import driver_lost
 from kafka_health.controller.runtime import OperatorSettings, Runtime
 from kafka_health.diagnose import run_diagnosis
 from kafka_health.report import metrics
@@ -43,7 +44,7 @@ except Exception as exc:
 out["failed_after_s"] = round(time.monotonic() - started, 1)
 out["exit"] = rt.spark_driver_exit(wait_s=30)
 worker = PolicyWorker(rt, "ns", "p")
-lost = worker._driver_lost(out["exit"])
+lost = driver_lost(worker, out["exit"])
 out["reason"], out["message"] = lost.problem.reason.value, lost.problem.message
 second = rt.spark()
 out["new_session"] = second is not first

@@ -1,7 +1,9 @@
-"""The house rules ruff cannot check: no module over 500 lines.
+"""The house rules ruff and import-linter cannot check: no module over 500 lines, and no import
+hidden inside a function across packages without a reason.
 
 Functions are held short by ruff (C901, PLR0912, PLR0915 in pyproject.toml) and the layers by
-import-linter ([tool.importlinter]); a module's length has no ruff rule, so it is checked here.
+import-linter ([tool.importlinter]), but neither sees a module's length, and import-linter counts
+an import inside a function like one at the top, where the reader would look for it.
 """
 
 from __future__ import annotations
@@ -11,9 +13,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_LINES = 500
-
-# Modules allowed over the limit for now: none (issue 32 split the last of them).
-OVER_LIMIT_FOR_NOW: set[str] = set()
 
 
 def _sources() -> list[Path]:
@@ -26,23 +25,12 @@ def _lines(path: Path) -> int:
 
 def test_no_module_is_over_500_lines() -> None:
     over = {str(p.relative_to(REPO)): _lines(p) for p in _sources() if _lines(p) > MAX_LINES}
-    new = {name: n for name, n in over.items() if name not in OVER_LIMIT_FOR_NOW}
-    assert not new, f"modules over {MAX_LINES} lines (split them by job): {new}"
-
-
-def test_the_over_limit_list_holds_only_modules_still_over_it() -> None:
-    stale = {
-        name for name in OVER_LIMIT_FOR_NOW if not (REPO / name).exists() or _lines(REPO / name) <= MAX_LINES
-    }
-    assert not stale, (
-        f"these are under {MAX_LINES} lines now (or gone): remove them from the list: {sorted(stale)}"
-    )
+    assert not over, f"modules over {MAX_LINES} lines (split them by job): {over}"
 
 
 # Imports inside functions that cross packages, each with why it cannot sit at the top. Anything
 # else goes to the top of its module, where import-linter sees it and the reader expects it.
 LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
-    # TODO(issue 32): still to be moved to the top or given a reason.
     # cli: `kafka-health --help` and every command load all of cli/ (main.py registers them); a
     # command's heavy readers are imported when it runs. Measured: the seconds to import each in a
     # python that has imported kafka_health.cli.main already (2 cores under load, best of 2).
@@ -61,7 +49,6 @@ LOCAL_IMPORTS_ALLOWED: dict[str, str] = {
     "loads when reset-offsets runs; elect-leaders and --help never need it",
     # end cli
 }
-LOCAL_IMPORTS_FOR_NOW: set[str] = set()
 
 
 def _package(module: str) -> str:
@@ -88,11 +75,7 @@ def _local_cross_package_imports() -> dict[str, set[str]]:
 
 def test_no_function_local_import_across_packages_without_a_reason() -> None:
     found = _local_cross_package_imports()
-    unexplained = {
-        m: sorted(i)
-        for m, i in found.items()
-        if m not in LOCAL_IMPORTS_ALLOWED | dict.fromkeys(LOCAL_IMPORTS_FOR_NOW)
-    }
+    unexplained = {m: sorted(i) for m, i in found.items() if m not in LOCAL_IMPORTS_ALLOWED}
     assert not unexplained, (
         f"move these imports to the top of the module (or name the reason here): {unexplained}"
     )
@@ -100,5 +83,5 @@ def test_no_function_local_import_across_packages_without_a_reason() -> None:
 
 def test_the_local_import_lists_hold_only_modules_that_still_need_them() -> None:
     found = _local_cross_package_imports()
-    stale = sorted((set(LOCAL_IMPORTS_ALLOWED) | LOCAL_IMPORTS_FOR_NOW) - set(found))
+    stale = sorted(set(LOCAL_IMPORTS_ALLOWED) - set(found))
     assert not stale, f"these modules have no function-local cross-package import any more: {stale}"

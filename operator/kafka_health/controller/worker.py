@@ -18,7 +18,6 @@ from kafka_health.collect.kafka_admin import KafkaAdmin, Timeouts
 from kafka_health.collect.snapshot import collect_snapshot
 from kafka_health.controller.act_context import OnEvent, Stopped
 from kafka_health.controller.cycle_report import Reported
-from kafka_health.controller.observe import driver_lost
 from kafka_health.controller.roll_driver import RollDriver
 from kafka_health.controller.runtime import Runtime
 from kafka_health.k8s.client import K8sError
@@ -27,7 +26,6 @@ from kafka_health.models.policy import CurrentRemediation, KafkaHealthPolicySpec
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan import Decision
 from kafka_health.remediate.broker_pods import BrokerPodsError, find_node_pods
-from kafka_health.report.status import CycleOutcome
 
 if TYPE_CHECKING:
     from kafka_health_spark.reuse import ReusedPlans
@@ -98,10 +96,6 @@ class PolicyWorker:
             self.admin = KafkaAdmin(conn, timeouts=Timeouts(metadata=min(6.0, timeout_s), request=timeout_s))
             self.admin_key = key
         return self.admin
-
-    def _driver_lost(self, exit_code: int) -> CycleOutcome:
-        """`observe.driver_lost` on this worker (the name tests/spark/test_driver_exit.py calls)."""
-        return driver_lost(self, exit_code)
 
     # ------------------------------------------------------------------ rolls
     def rolling(self) -> bool:

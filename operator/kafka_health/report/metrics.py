@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.metrics import MetricWrapperBase
 
+from kafka_health.collect.client_host import add_restart_listener
+
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 FINDINGS = Gauge(
@@ -123,6 +125,4 @@ def forget_policy(namespace: str, policy: str) -> None:
 
 
 # collect tells of client process restarts through a hook: it sits below report (layers).
-from kafka_health.collect.client_host import add_restart_listener  # noqa: E402
-
 add_restart_listener(lambda how: CLIENT_PROCESS_RESTARTS.labels(reason=how).inc())
