@@ -165,34 +165,57 @@ def get_session(
         **(conf or {}),
     }
     if remote:
-        existing = SparkSession.getActiveSession()
-        if existing is not None and not is_connect(existing):
-            raise SessionConflictError("an embedded SparkSession already runs in this process")
-        session = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
-        for key, value in runtime.items():
-            session.conf.set(key, value)
-        return session
+        return _connect(remote, app_name, runtime)
+    return _embedded_or_cluster(
+        master or DEFAULT_MASTER, app_name, driver_memory, runtime, short_lived, record_classes_to
+    )
 
-    target = master or DEFAULT_MASTER
-    if target.startswith("local"):
-        # Bind the embedded driver to loopback: no firewall prompts, no "resolves to a loopback" warning.
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+def _connect(remote: str, app_name: str, runtime: dict[str, str]) -> SparkSession:
+    """A Spark Connect session: the settings are runtime confs, set on the server's session."""
+    existing = SparkSession.getActiveSession()
+    if existing is not None and not is_connect(existing):
+        raise SessionConflictError("an embedded SparkSession already runs in this process")
+    session = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+    for key, value in runtime.items():
+        session.conf.set(key, value)
+    return session
+
+
+def _jvm_settings(
+    target: str, runtime: dict[str, str], short_lived: bool, record_classes_to: Path | None
+) -> tuple[str, dict[str, str]]:
+    """The driver JVM's options and the confs for this start: a short-lived local JVM maps the
+    class archive; a long-lived one gets the plan jar (or the options for rebuilt plans)."""
     java_options = f"-Dlog4j2.configurationFile={_log4j_config().as_uri()} {EXIT_ON_OUT_OF_MEMORY}"
     starts_jvm = SparkContext._active_spark_context is None  # else the running one is reused
     if short_lived and starts_jvm and target.startswith("local"):
         java_options += f" {class_archive.java_options(record_classes_to)} {SHORT_LIVED_JAVA_OPTIONS}"
-        runtime = {**SHORT_LIVED_CONF, **runtime}
-    else:
-        # No class archive for a JVM that lives for days: mapped, it added ~590 MiB to the
-        # operator's peak RSS at 10k partitions (2,003 vs 1,415 MiB) to save ~4 s once at start.
-        java_options += f" {class_archive.JVM_LOG_TO_STDERR} {LONG_LIVED_JAVA_OPTIONS}"
-        # The slot data source a policy's reused plans read (`reuse`); only a local master's
-        # tasks share the driver's JVM, where the slots are.
-        jar = plan_jar.ensure() if starts_jvm and target.startswith("local") else None
-        if jar is not None:
-            runtime = {"spark.driver.extraClassPath": str(jar), **runtime}
-        else:
-            java_options += f" {REBUILT_PLANS_JAVA_OPTIONS}"
+        return java_options, {**SHORT_LIVED_CONF, **runtime}
+    # No class archive for a JVM that lives for days: mapped, it added ~590 MiB to the
+    # operator's peak RSS at 10k partitions (2,003 vs 1,415 MiB) to save ~4 s once at start.
+    java_options += f" {class_archive.JVM_LOG_TO_STDERR} {LONG_LIVED_JAVA_OPTIONS}"
+    # The slot data source a policy's reused plans read (`reuse`); only a local master's
+    # tasks share the driver's JVM, where the slots are.
+    jar = plan_jar.ensure() if starts_jvm and target.startswith("local") else None
+    if jar is not None:
+        return java_options, {"spark.driver.extraClassPath": str(jar), **runtime}
+    return java_options + f" {REBUILT_PLANS_JAVA_OPTIONS}", runtime
+
+
+def _embedded_or_cluster(
+    target: str,
+    app_name: str,
+    driver_memory: str,
+    runtime: dict[str, str],
+    short_lived: bool,
+    record_classes_to: Path | None,
+) -> SparkSession:
+    """A classic session on `target` (embedded ``local[*]`` by default, or a cluster master)."""
+    if target.startswith("local"):
+        # Bind the embedded driver to loopback: no firewall prompts, no "resolves to a loopback" warning.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    java_options, runtime = _jvm_settings(target, runtime, short_lived, record_classes_to)
     builder = (
         SparkSession.builder.master(target)
         .appName(app_name)
@@ -205,9 +228,7 @@ def get_session(
         # Read once by PySpark when the first column function runs: it must be set at start.
         .config("spark.python.sql.dataFrameDebugging.enabled", "false")
     )
-    for key, value in {**ALLOCATION_CONF, **STATUS_RETENTION_CONF}.items():
-        builder = builder.config(key, value)
-    for key, value in runtime.items():
+    for key, value in {**ALLOCATION_CONF, **STATUS_RETENTION_CONF, **runtime}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     if is_connect(session):

@@ -7,6 +7,7 @@ same tables. Nothing here knows about Spark.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -79,98 +80,139 @@ def _table(schema: pa.Schema, columns: dict[str, list[object]]) -> pa.Table:
 
 def snapshot_tables(snapshot: ClusterSnapshot) -> dict[str, pa.Table]:
     """Every part of the snapshot as an Arrow table (empty, with its schema, when not read)."""
-    s = snapshot
+    return {name: build(snapshot) for name, build in _BUILDERS.items()}
+
+
+def _brokers(s: ClusterSnapshot) -> pa.Table:
+    return _table(
+        BROKERS,
+        {
+            "broker": [b.id for b in s.brokers],
+            "host": [b.host for b in s.brokers],
+            "port": [b.port for b in s.brokers],
+            "rack": [b.rack for b in s.brokers],
+            "alive": [b.alive for b in s.brokers],
+        },
+    )
+
+
+def _partitions(s: ClusterSnapshot) -> pa.Table:
     parts = s.partitions
+    return _table(
+        PARTITIONS,
+        {
+            "topic": [p.topic for p in parts],
+            "partition": [p.partition for p in parts],
+            # Some clients report an offline partition's leader as -1: one spelling, null.
+            "leader": [p.leader if p.leader is not None and p.leader >= 0 else None for p in parts],
+            "replicas": [p.replicas for p in parts],
+            "isr": [p.isr for p in parts],
+        },
+    )
+
+
+def _topic_configs(s: ClusterSnapshot) -> pa.Table:
+    configs = s.topic_configs
+    return _table(
+        TOPIC_CONFIGS,
+        {
+            "topic": [c.topic for c in configs],
+            "min_insync_replicas": [c.min_insync_replicas for c in configs],
+            "unclean_leader_election_enable": [c.unclean_leader_election_enable for c in configs],
+            "retention_ms": [c.retention_ms for c in configs],
+            "retention_bytes": [c.retention_bytes for c in configs],
+            "cleanup_policy": [c.cleanup_policy for c in configs],
+        },
+    )
+
+
+def _offsets(s: ClusterSnapshot) -> pa.Table:
+    return _table(
+        OFFSETS,
+        {
+            "topic": [o.topic for o in s.offsets],
+            "partition": [o.partition for o in s.offsets],
+            "log_start_offset": [o.log_start_offset for o in s.offsets],
+            "log_end_offset": [o.log_end_offset for o in s.offsets],
+        },
+    )
+
+
+def _groups(s: ClusterSnapshot) -> pa.Table:
+    return _table(
+        GROUPS,
+        {
+            "group_id": [g.group_id for g in s.groups],
+            "state": [g.state for g in s.groups],
+            "members": [g.members for g in s.groups],
+            "member_hash": [member_hash(g.member_ids) for g in s.groups],
+        },
+    )
+
+
+def _group_offsets(s: ClusterSnapshot) -> pa.Table:
+    group_offsets = [(g.group_id, o) for g in s.groups for o in g.offsets]
+    return _table(
+        GROUP_OFFSETS,
+        {
+            "group_id": [gid for gid, _ in group_offsets],
+            "topic": [o.topic for _, o in group_offsets],
+            "partition": [o.partition for _, o in group_offsets],
+            "committed_offset": [o.committed_offset for _, o in group_offsets],
+        },
+    )
+
+
+def _log_dirs(s: ClusterSnapshot) -> pa.Table:
+    return _table(
+        LOG_DIRS,
+        {
+            "broker": [d.broker_id for d in s.log_dirs],
+            "path": [d.path for d in s.log_dirs],
+            "used_bytes": [d.used_bytes for d in s.log_dirs],
+            "total_bytes": [d.total_bytes for d in s.log_dirs],
+            "usable_bytes": [d.usable_bytes for d in s.log_dirs],
+            "error": [d.error for d in s.log_dirs],
+        },
+    )
+
+
+def _quorum(s: ClusterSnapshot) -> pa.Table:
+    q = s.quorum
+    return _table(
+        QUORUM,
+        {
+            "leader_id": [q.leader_id] if q else [],
+            "leader_epoch": [q.leader_epoch] if q else [],
+            "high_watermark": [q.high_watermark] if q else [],
+        },
+    )
+
+
+def _quorum_voters(s: ClusterSnapshot) -> pa.Table:
     voters = s.quorum.voters if s.quorum else []
     members = [*voters, *(s.quorum.observers if s.quorum else [])]
-    group_offsets = [(g.group_id, o) for g in s.groups for o in g.offsets]
-    return {
-        "brokers": _table(
-            BROKERS,
-            {
-                "broker": [b.id for b in s.brokers],
-                "host": [b.host for b in s.brokers],
-                "port": [b.port for b in s.brokers],
-                "rack": [b.rack for b in s.brokers],
-                "alive": [b.alive for b in s.brokers],
-            },
-        ),
-        "partitions": _table(
-            PARTITIONS,
-            {
-                "topic": [p.topic for p in parts],
-                "partition": [p.partition for p in parts],
-                # Some clients report an offline partition's leader as -1: one spelling, null.
-                "leader": [p.leader if p.leader is not None and p.leader >= 0 else None for p in parts],
-                "replicas": [p.replicas for p in parts],
-                "isr": [p.isr for p in parts],
-            },
-        ),
-        "topic_configs": _table(
-            TOPIC_CONFIGS,
-            {
-                "topic": [c.topic for c in s.topic_configs],
-                "min_insync_replicas": [c.min_insync_replicas for c in s.topic_configs],
-                "unclean_leader_election_enable": [c.unclean_leader_election_enable for c in s.topic_configs],
-                "retention_ms": [c.retention_ms for c in s.topic_configs],
-                "retention_bytes": [c.retention_bytes for c in s.topic_configs],
-                "cleanup_policy": [c.cleanup_policy for c in s.topic_configs],
-            },
-        ),
-        "offsets": _table(
-            OFFSETS,
-            {
-                "topic": [o.topic for o in s.offsets],
-                "partition": [o.partition for o in s.offsets],
-                "log_start_offset": [o.log_start_offset for o in s.offsets],
-                "log_end_offset": [o.log_end_offset for o in s.offsets],
-            },
-        ),
-        "groups": _table(
-            GROUPS,
-            {
-                "group_id": [g.group_id for g in s.groups],
-                "state": [g.state for g in s.groups],
-                "members": [g.members for g in s.groups],
-                "member_hash": [member_hash(g.member_ids) for g in s.groups],
-            },
-        ),
-        "group_offsets": _table(
-            GROUP_OFFSETS,
-            {
-                "group_id": [gid for gid, _ in group_offsets],
-                "topic": [o.topic for _, o in group_offsets],
-                "partition": [o.partition for _, o in group_offsets],
-                "committed_offset": [o.committed_offset for _, o in group_offsets],
-            },
-        ),
-        "log_dirs": _table(
-            LOG_DIRS,
-            {
-                "broker": [d.broker_id for d in s.log_dirs],
-                "path": [d.path for d in s.log_dirs],
-                "used_bytes": [d.used_bytes for d in s.log_dirs],
-                "total_bytes": [d.total_bytes for d in s.log_dirs],
-                "usable_bytes": [d.usable_bytes for d in s.log_dirs],
-                "error": [d.error for d in s.log_dirs],
-            },
-        ),
-        "quorum": _table(
-            QUORUM,
-            {
-                "leader_id": [s.quorum.leader_id] if s.quorum else [],
-                "leader_epoch": [s.quorum.leader_epoch] if s.quorum else [],
-                "high_watermark": [s.quorum.high_watermark] if s.quorum else [],
-            },
-        ),
-        "quorum_voters": _table(
-            QUORUM_VOTERS,
-            {
-                "voter": [v.id for v in members],
-                "log_end_offset": [v.log_end_offset for v in members],
-                "lag": [v.lag for v in members],
-                "last_caught_up_ms": [v.last_caught_up_ms for v in members],
-                "observer": [i >= len(voters) for i in range(len(members))],
-            },
-        ),
-    }
+    return _table(
+        QUORUM_VOTERS,
+        {
+            "voter": [v.id for v in members],
+            "log_end_offset": [v.log_end_offset for v in members],
+            "lag": [v.lag for v in members],
+            "last_caught_up_ms": [v.last_caught_up_ms for v in members],
+            "observer": [i >= len(voters) for i in range(len(members))],
+        },
+    )
+
+
+# One builder per table, in the order the tables have always had.
+_BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
+    "brokers": _brokers,
+    "partitions": _partitions,
+    "topic_configs": _topic_configs,
+    "offsets": _offsets,
+    "groups": _groups,
+    "group_offsets": _group_offsets,
+    "log_dirs": _log_dirs,
+    "quorum": _quorum,
+    "quorum_voters": _quorum_voters,
+}

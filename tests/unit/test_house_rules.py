@@ -1,9 +1,9 @@
-"""The house rules ruff and import-linter cannot check: no module over 500 lines, and no import
-hidden inside a function across packages without a reason.
+"""The house rules ruff and import-linter cannot check: no module over 500 lines, no function
+over 80, and no import hidden inside a function across packages without a reason.
 
-Functions are held short by ruff (C901, PLR0912, PLR0915 in pyproject.toml) and the layers by
-import-linter ([tool.importlinter]), but neither sees a module's length, and import-linter counts
-an import inside a function like one at the top, where the reader would look for it.
+Ruff holds functions simple (C901, PLR0912, PLR0915 in pyproject.toml) and import-linter the
+layers ([tool.importlinter]), but neither counts lines, and import-linter counts an import inside a
+function like one at the top, where the reader would look for it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_LINES = 500
+MAX_FUNCTION_LINES = 80
 
 
 def _sources() -> list[Path]:
@@ -26,6 +27,17 @@ def _lines(path: Path) -> int:
 def test_no_module_is_over_500_lines() -> None:
     over = {str(p.relative_to(REPO)): _lines(p) for p in _sources() if _lines(p) > MAX_LINES}
     assert not over, f"modules over {MAX_LINES} lines (split them by job): {over}"
+
+
+def test_no_function_is_over_80_lines() -> None:
+    long = {}
+    for path in _sources():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(REPO)}:{node.name}"] = lines
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines (split them into steps): {long}"
 
 
 # Imports inside functions that cross packages, each with why it cannot sit at the top. Anything

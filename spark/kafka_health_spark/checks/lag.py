@@ -127,15 +127,12 @@ def consumer_lag(frames: Frames, t: Thresholds) -> DataFrame:
     """A finding per group partition that is not OK, and one per group with its worst status."""
     # Read twice below (partition rows, group rows): computed once.
     parts = frames.shared("lag.partition_status", lambda f: partition_status(f, t), materialize=True)
-    evidence = {
-        "status": F.col("status"),
-        "lag": F.col("lag"),
-        "committed_offset": F.col("committed_offset"),
-        "log_end_offset": F.col("log_end_offset"),
-        "samples": F.col("samples"),
-        "members": F.col("members"),
-    }
-    partition_rows = finding_rows(
+    return _partition_findings(parts).unionByName(_group_findings(_group_status(parts)))
+
+
+def _partition_findings(parts: DataFrame) -> DataFrame:
+    """One finding per group partition whose status is not OK."""
+    return finding_rows(
         parts.where(F.col("status") != "OK"),
         check="consumer_lag",
         severity=_severity(F.col("status")),
@@ -154,10 +151,21 @@ def consumer_lag(frames: Frames, t: Thresholds) -> DataFrame:
             "log_end_offset",
             "samples",
         ),
-        evidence=evidence,
+        evidence={
+            "status": F.col("status"),
+            "lag": F.col("lag"),
+            "committed_offset": F.col("committed_offset"),
+            "log_end_offset": F.col("log_end_offset"),
+            "samples": F.col("samples"),
+            "members": F.col("members"),
+        },
         remediation=_remediation(F.col("status")),
     )
-    groups = (
+
+
+def _group_status(parts: DataFrame) -> DataFrame:
+    """Each group's worst partition status and its totals; groups whose worst is OK left out."""
+    return (
         parts.groupBy("group_id")
         .agg(
             F.max(_rank(F.col("status"))).alias("worst"),
@@ -176,7 +184,11 @@ def consumer_lag(frames: Frames, t: Thresholds) -> DataFrame:
         .withColumn("status", _status_name(F.col("worst")))
         .where(F.col("status") != "OK")
     )
-    group_rows = finding_rows(
+
+
+def _group_findings(groups: DataFrame) -> DataFrame:
+    """One finding per group that is not OK, naming its worst partition."""
+    return finding_rows(
         groups,
         check="consumer_lag",
         severity=_severity(F.col("status")),
@@ -204,7 +216,6 @@ def consumer_lag(frames: Frames, t: Thresholds) -> DataFrame:
         },
         remediation=_remediation(F.col("status")),
     )
-    return partition_rows.unionByName(group_rows)
 
 
 def offset_out_of_range(frames: Frames, t: Thresholds) -> DataFrame:
