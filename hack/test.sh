@@ -36,11 +36,17 @@ workers=${KAFKA_HEALTH_TEST_WORKERS:-2}
 reports=build/test-reports
 rm -rf "$reports" && mkdir -p "$reports"
 echo "== tests: pytest ($workers workers; reports in $reports)"
-# pytest exits 5 when it collects nothing: that is a failure here, not a pass. The path is given
-# (tests/ by default) so that tests/conftest.py, which adds --durations-report, loads first.
+# pytest exits 5 when it collects nothing: that is a failure here, not a pass. A path is always
+# given (tests/ unless the arguments name one: `-k leader` alone runs tests/ -k leader), so that
+# tests/conftest.py, which adds --durations-report, loads before the options are read.
+paths=0
+for arg in "$@"; do
+  if [[ "$arg" != -* && -e "${arg%%::*}" ]]; then paths=1; fi
+done
+[ "$paths" = 1 ] || set -- "$@" tests
 rc=0
 pytest -n "$workers" --dist loadfile --no-loadscope-reorder \
-  --junitxml="$reports/junit.xml" --durations-report "$reports" "${@:-tests}" || rc=$?
+  --junitxml="$reports/junit.xml" --durations-report "$reports" "$@" || rc=$?
 echo "== reports: $reports/junit.xml, $reports/durations.txt (every file and test, longest first)"
 echo "== make test: done in $(( $(date +%s) - t0 ))s (pytest exit $rc)"
 exit "$rc"

@@ -277,13 +277,17 @@ def test_a_killed_client_process_is_replaced_and_reads_are_retried(
     assert not Path(f"/proc/{pid}").exists()  # reaped, no zombie left
 
     # During calls: threads read in a loop while the process is killed under them, three times.
+    # Each kill waits until the previous replacement has served reads, so each death meets
+    # calls in flight on a serving process however slow a start is on a loaded machine (a kill
+    # during the replacement's start would be a second death of the same call: refused by design).
     errors: list[str] = []
     reads = 0
     keys = [(unique_name, p) for p in range(PARTITIONS)]
+    stop = threading.Event()
 
-    def read_loop(deadline: float) -> None:
+    def read_loop() -> None:
         nonlocal reads
-        while time.monotonic() < deadline:
+        while not stop.is_set():
             try:
                 got = admin.list_offsets(keys)
                 if got.errors or len(got.values) != PARTITIONS:
@@ -293,15 +297,26 @@ def test_a_killed_client_process_is_replaced_and_reads_are_retried(
             except AdminCallError as exc:
                 errors.append(str(exc))
 
-    deadline = time.monotonic() + 8
-    threads = [threading.Thread(target=read_loop, args=(deadline,)) for _ in range(3)]
+    def served_after(restarts: int) -> None:
+        """The replacement for death number `restarts` is up and has served a few reads."""
+        deadline = time.monotonic() + 60
+        while admin.restarts < restarts and time.monotonic() < deadline:
+            time.sleep(0.05)
+        served = reads
+        while reads < served + 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=read_loop) for _ in range(3)]
     for t in threads:
         t.start()
     killed = 0
     for sig in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT):
+        served_after(before + 1 + killed)
         time.sleep(1.5)
         os.kill(_host().pid, sig)
         killed += 1
+    served_after(before + 1 + killed)
+    stop.set()
     for t in threads:
         t.join(60)
     assert not errors, errors[:5]

@@ -8,6 +8,7 @@ ZOOKEEPER_MODE reason, `zookeeper_mode` recognises it, and the CLI refuses (exit
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from kafka.protocol.admin import DescribeQuorumRequest
 from kafka.protocol.broker_version_data import BrokerVersionData
 from typer.testing import CliRunner
 
+from kafka_health.cli import diagnose as cli_diagnose
 from kafka_health.cli.main import app
 from kafka_health.collect.admin_calls import AdminCalls
 from kafka_health.collect.results import ZOOKEEPER_MODE, AdminCallError, Timeouts
@@ -89,9 +91,16 @@ def test_zookeeper_mode_is_only_the_quorum_part_with_that_reason() -> None:
     assert ProblemReason.KAFKA_ZOOKEEPER_MODE_UNSUPPORTED == "KafkaZooKeeperModeUnsupported"
 
 
-def test_cli_diagnose_refuses_a_zookeeper_mode_snapshot(tmp_path: Path) -> None:
+def test_cli_diagnose_refuses_a_zookeeper_mode_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Refused before Spark is needed: no driver JVM is started (one started here would stay in
+    # this test process, tuned for a one-shot CLI, under the Spark tests that share it).
+    started: list[dict[str, Any]] = []
+    monkeypatch.setattr(cli_diagnose, "_start_spark", lambda **session: started.append(session) or Future())
     path = tmp_path / "zk.json"
     path.write_text(snapshot(Missing(part="quorum", reason=ZOOKEEPER_MODE)).model_dump_json())
     result = CliRunner().invoke(app, ["diagnose", "--snapshot", str(path)])
     assert result.exit_code == 3, result.output
     assert f"cannot diagnose c: {ZOOKEEPER_MODE}" in result.output
+    assert len(started) == 1  # the JVM's start was asked for (in parallel) but never awaited
