@@ -4,8 +4,10 @@ a kafka-python client bootstraps past a server that never answers (kafka_python.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from kafka_health.collect.admin_calls import AdminCalls
 from kafka_health.collect.kafka_python import KafkaPython
@@ -21,6 +23,25 @@ def test_a_timed_out_group_read_renews_the_client_for_the_next_call() -> None:
         read = calls.group_offsets(["billing"])
         assert read.values == {} and read.errors["billing"].startswith("timed out after"), read.errors
         assert calls.client is not first
+    finally:
+        calls.close()
+
+
+def test_librdkafkas_own_request_timeout_also_renews_the_client() -> None:
+    # librdkafka's `request_timeout` and our wait share one budget: under load its _TIMED_OUT
+    # answer can arrive first (seen in CI), and it is the same timeout.
+    calls = AdminCalls({"bootstrap.servers": f"127.0.0.1:{closed_port()}"}, timeouts=Timeouts(2, 2))
+    try:
+        first = calls.client
+        timed_out: Future[object] = Future()
+        timed_out.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT, "Local: Timed out")))
+        denied: Future[object] = Future()
+        denied.set_exception(KafkaException(KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED)))
+        read = calls._gather({"billing": timed_out}, 2)
+        assert read.errors["billing"].startswith("timed out after 2.0s (") and calls.client is not first
+        second = calls.client
+        read = calls._gather({"billing": denied}, 2)
+        assert "timed out" not in read.errors["billing"] and calls.client is second
     finally:
         calls.close()
 

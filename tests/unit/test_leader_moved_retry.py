@@ -1,4 +1,4 @@
-"""Which ListOffsets answers are asked again (collect.admin_calls._retriable): a moved leader is,
+"""Which ListOffsets answers are asked again (collect.futures.retriable): a moved leader is,
 an authorization error or a missing topic is not (those are the answer, not a race)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from concurrent.futures import Future
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from kafka_health.collect.admin_calls import _retriable
+from kafka_health.collect.futures import request_timed_out, retriable
 
 
 def _failed(code: int) -> Future[object]:
@@ -28,7 +28,7 @@ def _failed(code: int) -> Future[object]:
     ],
 )
 def test_a_moved_leader_is_asked_again(code: int) -> None:
-    assert _retriable(_failed(code))
+    assert retriable(_failed(code))
 
 
 @pytest.mark.parametrize(
@@ -40,14 +40,20 @@ def test_a_moved_leader_is_asked_again(code: int) -> None:
     ],
 )
 def test_an_answer_that_is_not_a_race_is_not_asked_again(code: int) -> None:
-    assert not _retriable(_failed(code))
+    assert not retriable(_failed(code))
 
 
 def test_a_success_or_a_pending_call_is_not_asked_again() -> None:
     done: Future[object] = Future()
     done.set_result(1)
-    assert not _retriable(done)
-    assert not _retriable(Future())
+    assert not retriable(done)
+    assert not retriable(Future())
     plain: Future[object] = Future()
     plain.set_exception(RuntimeError("not Kafka's"))
-    assert not _retriable(plain)
+    assert not retriable(plain)
+
+
+def test_only_timed_out_is_a_request_timeout() -> None:
+    assert request_timed_out(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
+    assert not request_timed_out(KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION)))
+    assert not request_timed_out(RuntimeError("timed out"))

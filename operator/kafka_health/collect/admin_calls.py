@@ -45,6 +45,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, Resou
 from kafka_health.collect import logs, parse, security_errors
 from kafka_health.collect.admin_api import AdminApi
 from kafka_health.collect.connection import ConnectionConfig, redact
+from kafka_health.collect.futures import request_timed_out, retriable
 from kafka_health.collect.kafka_python import MIN_PER_NODE, KafkaPython, describe_metadata_quorum, log_dirs
 from kafka_health.collect.results import (
     ZOOKEEPER_MODE,
@@ -65,26 +66,6 @@ __all__ = ["AdminCalls"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-
-_LEADER_MOVED = frozenset(
-    {
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.UNKNOWN_LEADER_EPOCH,
-        KafkaError.FENCED_LEADER_EPOCH,
-        KafkaError.OFFSET_NOT_AVAILABLE,
-    }
-)
-"""Partition errors that mean "ask the new leader": matched by code, because librdkafka builds a
-partition's error without its `retriable()` flag."""
-
-
-def _retriable(fut: Future[Any]) -> bool:
-    """The future failed because the partition's leader moved (or was moving) under the request."""
-    exc = fut.exception() if fut.done() else None
-    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    return isinstance(err, KafkaError) and (err.code() in _LEADER_MOVED or bool(err.retriable()))
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
@@ -164,15 +145,18 @@ class AdminCalls(AdminApi):
         When a librdkafka request timed out, the next call starts on a fresh client (`_renew`)."""
         done, _ = wait(set(futures.values()), timeout=timeout)
         out: Partial[K, Any] = Partial()
+        timed_out = False
         for key, fut in futures.items():
             if fut not in done:  # not cancelled: librdkafka still completes it later
-                out.errors[key] = f"timed out after {timeout:.1f}s"
-            elif (exc := fut.exception()) is not None:
+                out.errors[key], timed_out = f"timed out after {timeout:.1f}s", True
+            elif (exc := fut.exception()) is not None and request_timed_out(exc):  # librdkafka's
+                out.errors[key], timed_out = f"timed out after {timeout:.1f}s ({self.reason(exc)})", True
+            elif exc is not None:
                 out.errors[key] = self.reason(exc)
             else:
                 out.values[key] = fut.result()
         self._drain_logs()
-        if librdkafka and len(done) < len(set(futures.values())):
+        if librdkafka and timed_out:
             self._renew()
         return out
 
@@ -280,7 +264,7 @@ class AdminCalls(AdminApi):
     def _do_list_offsets(self, keys: list[TopicPartitionKey]) -> Partial[TopicPartitionKey, PartitionOffsets]:
         both = self._offset_futures(keys)
         raw = self._gather(both, self.timeouts.request)
-        again = sorted({k for k, fut in both.items() if k in raw.errors and _retriable(fut)})
+        again = sorted({k for k, fut in both.items() if k in raw.errors and retriable(fut)})
         if again:
             retried = self._gather(self._offset_futures(sorted({k for _, k in again})), self.timeouts.request)
             for ask in again:
