@@ -251,7 +251,13 @@ class Testbed:
             "kafka.Kafka",
             [str(self.config_path(b.id))],
             heap=DEFAULT_HEAP,
-            extra_jvm=[f"-Dkafka.logs.file={log}", f"-Dkafka.logs.dir={log.parent}"],
+            # A test cluster's JVM costs mostly start-up (docs/testbed.md "The brokers' JVM").
+            gc="-XX:+UseSerialGC",
+            extra_jvm=[
+                "-XX:TieredStopAtLevel=1",
+                f"-Dkafka.logs.file={log}",
+                f"-Dkafka.logs.dir={log.parent}",
+            ],
         )
         with open(self.state_dir / "logs" / f"broker-{b.id}.out", "ab") as out:
             proc = subprocess.Popen(
