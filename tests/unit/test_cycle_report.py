@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from kafka_health.controller.cycle import PolicyWorker
-from kafka_health.controller.cycle_report import report_cycle
+from kafka_health.controller.cycle_report import log_cycle, report_cycle
 from kafka_health.models.findings import Diagnosis, Finding, Severity, Subject, SubjectKind
 from kafka_health.models.policy import LastDiagnosis
-from kafka_health.models.reasons import EventReason
+from kafka_health.models.reasons import EventReason, ProblemReason
 from kafka_health.report import events
 from kafka_health.report.status import CycleOutcome, Problem
 
@@ -117,3 +117,19 @@ def test_a_problem_is_posted_when_it_starts_or_changes_and_its_end_is_recovered(
     assert report(CycleOutcome(diagnosis=healthy)) == [("Normal", EventReason.RECOVERED)]
     assert report(CycleOutcome(diagnosis=healthy)) == []
     assert report(unreachable) == [("Warning", "KafkaUnreachable")]
+
+
+def test_the_cycle_log_line_shows_what_each_seeing_stage_took(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="kafka_health.controller.cycle_report")
+    stages = (("collect", 1.25), ("history", 0.04), ("diagnose", 22.3))
+    log_cycle(
+        "ns", "p", CycleOutcome(diagnosis=Diagnosis(cluster="c", taken_at=datetime.now(UTC))), 23.6, stages
+    )
+    unreachable = CycleOutcome(problem=Problem(ProblemReason.KAFKA_UNREACHABLE, "no broker answered"))
+    log_cycle("ns", "p", unreachable, 9.0, (("collect", 9.0),))
+    log_cycle("ns", "p", unreachable, 0.5)
+    assert [r.getMessage() for r in caplog.records] == [
+        "cycle ns/p: 0 incidents, 0 findings in 23.6s (collect 1.2s, history 0.0s, diagnose 22.3s)",
+        f"cycle ns/p: {ProblemReason.KAFKA_UNREACHABLE} in 9.0s (collect 9.0s)",
+        f"cycle ns/p: {ProblemReason.KAFKA_UNREACHABLE} in 0.5s",
+    ]

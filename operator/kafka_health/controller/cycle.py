@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.controller.act_context import ActContext, OnEvent, Stopped
@@ -53,6 +53,7 @@ from kafka_health.report.status import CycleOutcome, Problem, status_after_cycle
 __all__ = ["CycleGate", "PolicyWorker", "interval_seconds", "remediate_now", "run_cycle"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_INTERVAL = timedelta(seconds=60)
 DEFAULT_TOP_FINDINGS = 10
@@ -113,7 +114,7 @@ def run_cycle(
     except K8sError as exc:
         log.warning("cannot read %s/%s: %s", worker.namespace, worker.name, exc)
         return None
-    log_cycle(worker.namespace, worker.name, settled.outcome, duration_s)
+    log_cycle(worker.namespace, worker.name, settled.outcome, duration_s, seen.stage_seconds)
     report = report_cycle(
         worker.reported,
         settled.outcome,
@@ -143,14 +144,37 @@ def see(worker: PolicyWorker, spec: KafkaHealthPolicySpec | Problem) -> Seen:
     secrets = Secrets()
 
     def stages() -> Seen:
-        collected = collect(worker, spec, secrets)
+        took = _StageClock()
+        collected = took("collect", collect, worker, spec, secrets)
         if isinstance(collected, CycleOutcome):
-            return Seen(collected)
-        written = record_history(worker, collected.snapshot)
-        outcome = diagnose(worker, spec, collected, written)
-        return Seen(outcome, snapshot=collected.snapshot, roll_before=collected.roll_before)
+            return Seen(collected, stage_seconds=took.seconds())
+        written = took("history", record_history, worker, collected.snapshot)
+        outcome = took("diagnose", diagnose, worker, spec, collected, written)
+        return Seen(
+            outcome,
+            snapshot=collected.snapshot,
+            roll_before=collected.roll_before,
+            stage_seconds=took.seconds(),
+        )
 
     return guarded(worker, secrets, stages)
+
+
+class _StageClock:
+    """Runs a stage and keeps how long it took."""
+
+    def __init__(self) -> None:
+        self._seconds: list[tuple[str, float]] = []
+
+    def __call__(self, name: str, stage: Callable[..., T], *args: Any) -> T:
+        started = time.monotonic()
+        try:
+            return stage(*args)
+        finally:
+            self._seconds.append((name, time.monotonic() - started))
+
+    def seconds(self) -> tuple[tuple[str, float], ...]:
+        return tuple(self._seconds)
 
 
 def settle(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Literal
@@ -145,16 +145,24 @@ def _diagnosis_events(
     return to_post, Reported(incidents=frozenset(ids), problem=None, slow=slow, last_diagnosis=written)
 
 
-def log_cycle(namespace: str, name: str, outcome: CycleOutcome, duration_s: float) -> None:
-    """One line per cycle in the operator's log."""
+def log_cycle(
+    namespace: str,
+    name: str,
+    outcome: CycleOutcome,
+    duration_s: float,
+    stage_seconds: Sequence[tuple[str, float]] = (),
+) -> None:
+    """One line per cycle in the operator's log, with what each seeing stage took."""
+    stages = ", ".join(f"{stage} {seconds:.1f}s" for stage, seconds in stage_seconds)
+    took = f"{duration_s:.1f}s ({stages})" if stages else f"{duration_s:.1f}s"
     if outcome.problem is not None:
-        log.info("cycle %s/%s: %s in %.1fs", namespace, name, outcome.problem.reason, duration_s)
+        log.info("cycle %s/%s: %s in %s", namespace, name, outcome.problem.reason, took)
     elif outcome.diagnosis is not None:
         log.info(
-            "cycle %s/%s: %d incidents, %d findings in %.1fs",
+            "cycle %s/%s: %d incidents, %d findings in %s",
             namespace,
             name,
             len(outcome.diagnosis.incidents),
             len(outcome.diagnosis.findings),
-            duration_s,
+            took,
         )

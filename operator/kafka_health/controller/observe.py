@@ -86,6 +86,8 @@ class Seen:
     snapshot: ClusterSnapshot | None = None
     """The snapshot the diagnosis came from (worker.last_snapshot may be a newer, live one)."""
     roll_before: CurrentRemediation | None = None
+    stage_seconds: tuple[tuple[str, float], ...] = ()
+    """How long each seeing stage took, in order (the cycle's log line shows them)."""
 
 
 @dataclass
