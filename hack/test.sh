@@ -32,7 +32,7 @@ lint-imports
 # Each worker has its own Kafka ports (3200 apart from KAFKA_HEALTH_TEST_PORT: down from the
 # default 29092, clear of the kernel's ephemeral ports), clusters and control plane
 # (tests/parallel.py). KAFKA_HEALTH_TEST_WORKERS=0 runs the suite in one process.
-workers=${KAFKA_HEALTH_TEST_WORKERS:-2}
+workers=${KAFKA_HEALTH_TEST_WORKERS:-3}
 reports=build/test-reports
 rm -rf "$reports" && mkdir -p "$reports"
 echo "== tests: pytest ($workers workers; reports in $reports)"
