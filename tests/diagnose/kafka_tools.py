@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from confluent_kafka import Producer
 
 from kafka_health.cli.diagnose import collect
+from kafka_health.collect.connection import ConnectionConfig
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.testbed.cluster import Testbed
 
@@ -23,7 +24,7 @@ def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
 
 
 def snapshot_of(bootstrap: str) -> ClusterSnapshot:
-    return collect(bootstrap, bootstrap)
+    return collect(ConnectionConfig.from_dict({"bootstrap.servers": bootstrap}), bootstrap)
 
 
 def describe_list(testbed: Testbed, flag: str) -> set[TopicPartition]:

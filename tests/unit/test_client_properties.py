@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -306,6 +307,8 @@ def test_cli_usage_error_names_key_not_secret(tmp_path: Path) -> None:
         out = result.output + (result.stderr if result.stderr_bytes is not None else "")
         assert result.exit_code == 2, out
         assert "sasl.mechanism" in out and SECRET not in out
+        # A usage error stops the command before anything starts: no Spark JVM for `diagnose`.
+        assert not [t for t in threading.enumerate() if t.name == "spark-start"], args
 
 
 def test_cli_reads_the_env_var(tmp_path: Path) -> None:

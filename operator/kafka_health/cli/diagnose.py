@@ -26,6 +26,7 @@ import typer
 
 from kafka_health.cli import kafka_options, quiet
 from kafka_health.collect import security_errors
+from kafka_health.collect.connection import ConnectionConfig
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.collect.results import ZOOKEEPER_MODE
 from kafka_health.models.findings import Diagnosis
@@ -49,11 +50,11 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(FAILED)
 
 
-def collect(bootstrap_servers: str, cluster: str, command_config: Path | None = None) -> ClusterSnapshot:
+def collect(connection: ConnectionConfig, cluster: str) -> ClusterSnapshot:
     """Read the cluster once (every admin call bounded; an unreachable cluster is a finding)."""
     from kafka_health.collect.snapshot import collect_snapshot
 
-    with KafkaAdmin(kafka_options.connection(bootstrap_servers, command_config)) as admin:
+    with KafkaAdmin(connection) as admin:
         return collect_snapshot(admin, cluster, lambda: datetime.now(UTC))
 
 
@@ -205,22 +206,24 @@ def diagnose(
         spark_driver_memory=spark_driver_memory,
         threshold=threshold,
     )
-    thresholds = _check(opts)
+    thresholds, connection = _check(opts)
     log = quiet.start(verbose, log_file)
     # The JVM starts while the cluster is read: the two take seconds each and need nothing of
     # each other (bench/oneshot_bench.py).
     spark_session = _start_spark(
         master=spark_master, remote=spark_remote, driver_memory=spark_driver_memory, short_lived=True
     )
-    snapshot = _snapshot(opts)
+    snapshot = _snapshot(opts, connection)
     _keep(opts, snapshot)
     diagnosis = _diagnose(opts, snapshot, thresholds, spark_session, f" (details: {log})" if log else "")
     _write(opts, diagnosis)
     raise typer.Exit(diagnosis.exit_code())
 
 
-def _check(opts: DiagnoseOptions) -> Thresholds:
-    """The usage errors (exit 2) and a missing report extra (exit 3), before anything starts."""
+def _check(opts: DiagnoseOptions) -> tuple[Thresholds, ConnectionConfig | None]:
+    """The usage errors (exit 2) and a missing report extra (exit 3), before anything starts
+    (a bad --command-config among them: the Spark JVM is not started for a command that fails);
+    the thresholds, and the connection when a cluster is to be read."""
     if (opts.bootstrap_servers is None) == (opts.snapshot_file is None):
         raise typer.BadParameter(
             "give exactly one of --bootstrap-servers or --snapshot", param_hint="--bootstrap-servers"
@@ -238,12 +241,15 @@ def _check(opts: DiagnoseOptions) -> Thresholds:
                 "pip install 'kafka-health-operator[report]'"
             ) from exc
     try:
-        return Thresholds().with_overrides(parse_overrides(opts.threshold or []))
+        thresholds = Thresholds().with_overrides(parse_overrides(opts.threshold or []))
     except ThresholdError as exc:
         raise typer.BadParameter(str(exc), param_hint="--threshold") from exc
+    if opts.bootstrap_servers is None:
+        return thresholds, None
+    return thresholds, kafka_options.connection(opts.bootstrap_servers, opts.command_config)
 
 
-def _snapshot(opts: DiagnoseOptions) -> ClusterSnapshot:
+def _snapshot(opts: DiagnoseOptions, connection: ConnectionConfig | None) -> ClusterSnapshot:
     """The snapshot to diagnose: the --snapshot file, or the cluster read now (exit 3 when the
     file is no snapshot or the cluster refused the client's security settings)."""
     if opts.snapshot_file is not None:
@@ -253,9 +259,9 @@ def _snapshot(opts: DiagnoseOptions) -> ClusterSnapshot:
             raise _fail(f"{opts.snapshot_file} is not a ClusterSnapshot: {exc}") from exc
         return snapshot.model_copy(update={"cluster": opts.cluster}) if opts.cluster else snapshot
     bootstrap = opts.bootstrap_servers
-    assert bootstrap is not None
+    assert bootstrap is not None and connection is not None
     with quiet.progress(f"reading {bootstrap}"):
-        snapshot = collect(bootstrap, opts.cluster or bootstrap, opts.command_config)
+        snapshot = collect(connection, opts.cluster or bootstrap)
     refused = next((m.reason for m in snapshot.missing if m.part == "metadata"), "")
     if security_errors.kind_of(refused) is not None:  # a setting to fix, not a cluster's health
         raise _fail(f"cannot read {bootstrap}: {refused}")
