@@ -30,6 +30,8 @@ from kafka_health.plan import (
     ClusterLock,
     Decision,
     PlanContext,
+    PlannedElection,
+    PlannedRestart,
     PolicyRef,
     Verdict,
     plan,
@@ -124,10 +126,10 @@ def act(decision: Decision, status: KafkaHealthPolicyStatus, ctx: ActContext) ->
     taken = take_lease(ctx, policy, action.action, action.id, action.plan_id)
     if isinstance(taken, ClusterLock):
         return locked(status, action.action, action.id, taken, ctx, policy)
-    if action.action is ActionType.ROLLING_RESTART:
+    if isinstance(action, PlannedRestart):
         return restart_next_broker(action, status, ctx, policy, taken)
     try:
-        if action.action is ActionType.PREFERRED_LEADER_ELECTION:
+        if isinstance(action, PlannedElection):
             return elect(action, status, ctx, policy, taken)
         return reset_offsets(action, status, ctx, policy, taken)
     finally:

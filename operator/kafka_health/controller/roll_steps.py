@@ -21,7 +21,7 @@ from kafka_health.models.policy import (
     RollingRestartResult,
 )
 from kafka_health.models.reasons import DegradedReason, EventReason
-from kafka_health.plan import Decision, PlannedAction, PolicyRef, breaker_reset_token
+from kafka_health.plan import Decision, PlannedRestart, PolicyRef, breaker_reset_token
 from kafka_health.plan.restart_resume import begun_before, halt_advice
 from kafka_health.remediate.rolling_restart import finish_roll, halted_result, restart_broker, roll_record
 from kafka_health.report import metrics
@@ -163,10 +163,10 @@ def halt_waiting_roll(
     return out
 
 
-def _roll_started(current: CurrentRemediation | None, action: PlannedAction | None, ctx: ActContext) -> None:
+def _roll_started(current: CurrentRemediation | None, action: PlannedRestart | None, ctx: ActContext) -> None:
     """The RollStarted Event: the order, and the partitions that will be unavailable to acks=all
     producers while their broker restarts (neverSafePartitions: Proceed), named."""
-    if current is not None or action is None or action.restart is None:
+    if current is not None or action is None:
         return
     step = action.restart
     order = ", ".join(map(str, step.order))
@@ -187,7 +187,7 @@ def _roll_started(current: CurrentRemediation | None, action: PlannedAction | No
 
 
 def restart_next_broker(
-    action: PlannedAction | None,
+    action: PlannedRestart | None,
     status: KafkaHealthPolicyStatus,
     ctx: ActContext,
     policy: PolicyRef,

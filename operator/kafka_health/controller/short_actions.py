@@ -18,20 +18,19 @@ from kafka_health.models.policy import (
     RequestState,
 )
 from kafka_health.models.reasons import DegradedReason, EventReason
-from kafka_health.plan import PlannedAction, PolicyRef, breaker_reset_token
+from kafka_health.plan import PlannedElection, PlannedOffsetReset, PolicyRef, breaker_reset_token
 from kafka_health.remediate.leader_election import execute_visible_election
 from kafka_health.remediate.offset_reset import execute_offset_reset
 from kafka_health.report import metrics
 
 
 def elect(
-    action: PlannedAction,
+    action: PlannedElection,
     status: KafkaHealthPolicyStatus,
     ctx: ActContext,
     policy: PolicyRef,
     lease: ClusterLease,
 ) -> KafkaHealthPolicyStatus:
-    assert action.election is not None
     out = status.model_copy(deep=True)
     started = ctx.clock()
     out.current_remediation = CurrentRemediation(
@@ -76,13 +75,13 @@ def elect(
 
 
 def reset_offsets(
-    action: PlannedAction,
+    action: PlannedOffsetReset,
     status: KafkaHealthPolicyStatus,
     ctx: ActContext,
     policy: PolicyRef,
     lease: ClusterLease,
 ) -> KafkaHealthPolicyStatus:
-    assert action.offset_reset is not None and action.id is not None
+    assert action.id is not None  # a reset is always a request
     out = status.model_copy(deep=True)
     started = ctx.clock()
     out.current_remediation = CurrentRemediation(

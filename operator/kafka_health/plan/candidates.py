@@ -24,7 +24,7 @@ from kafka_health.models.policy import (
 )
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan.approval import plan_id
-from kafka_health.plan.decision import PlannedAction, RestartStep
+from kafka_health.plan.decision import PlannedElection, PlannedOffsetReset, PlannedRestart, RestartStep
 from kafka_health.plan.hold import Hold
 from kafka_health.plan.leader_election_plan import ElectionPlan, imbalance_exceeds, plan_preferred_election
 from kafka_health.plan.offset_reset_plan import plan_offset_reset, resolve_partitions, target_timestamp
@@ -128,7 +128,7 @@ def _restart_plan(
     brokers: list[int],
     verdict: NeverSafeVerdict,
     holds: list[Hold],
-) -> PlannedAction:
+) -> PlannedRestart:
     """The roll's plan: its order, what each broker waits for, and whether the first may go now."""
     never_safe = verdict.partitions
     order, safety = next_broker_safety(ctx, snapshot, brokers, holds)
@@ -143,8 +143,7 @@ def _restart_plan(
         details.append(verdict.proceeding("neverSafePartitions: Proceed"))
     if rr.post_roll_preferred_election:
         details.append("then: preferred leader election for the restarted brokers")
-    return PlannedAction(
-        action=ActionType.ROLLING_RESTART,
+    return PlannedRestart(
         id=request.id,
         plan_id=plan_id("roll", {"id": request.id, "brokers": brokers}, ctx.status.history),
         summary=f"rolling restart {request.id}: brokers {', '.join(map(str, order))}",
@@ -175,8 +174,7 @@ def _offset_candidate(ctx: PlanContext, request: OffsetResetRequest) -> Candidat
         holds.append(Hold(WithheldReason.INVALID_REQUEST, "; ".join(reset.problems[:5])))
     if reset.missing:
         holds.append(Hold(WithheldReason.SNAPSHOT_INCOMPLETE, "not read: " + "; ".join(reset.missing[:5])))
-    cand.planned = PlannedAction(
-        action=action,
+    cand.planned = PlannedOffsetReset(
         id=request.id,
         plan_id=plan_id(
             "reset", request.model_dump(mode="json", by_alias=True, exclude_none=True), ctx.status.history
@@ -226,7 +224,7 @@ def _nothing_to_elect(requested: str | None, why: str, election: ElectionPlan) -
 
 def _election_plan(
     ctx: PlanContext, requested: str | None, why: str, election: ElectionPlan
-) -> PlannedAction:
+) -> PlannedElection:
     details = [f"batch {i + 1}: " + ", ".join(map(str, batch)) for i, batch in enumerate(election.batches)]
     findings = [
         f
@@ -235,8 +233,7 @@ def _election_plan(
     ]
     if findings:
         details.insert(0, f"diagnosis: {len(findings)} finding(s) suggest it, e.g. {findings[0].message}")
-    return PlannedAction(
-        action=ActionType.PREFERRED_LEADER_ELECTION,
+    return PlannedElection(
         id=requested,
         plan_id=plan_id("ple", {"partitions": [str(tp) for tp in election.partitions]}, ctx.status.history),
         summary=f"elect preferred leaders of {len(election.partitions)} partition(s) in "

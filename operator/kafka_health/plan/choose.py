@@ -20,7 +20,7 @@ from kafka_health.models.policy import (
     parse_duration,
 )
 from kafka_health.plan.approval import approvals, check_approval
-from kafka_health.plan.decision import Decision, PlannedAction, RequestUpdate, Verdict
+from kafka_health.plan.decision import Decision, PlannedAction, PlannedOffsetReset, RequestUpdate, Verdict
 from kafka_health.plan.hold import Hold
 from kafka_health.plan.offset_reset_plan import GateState, GroupGate, group_gate
 from kafka_health.plan.plan_context import MAX_DETAILS, Candidate, PlanContext
@@ -35,9 +35,7 @@ def _withheld(cand: Candidate, hold: Hold) -> WithheldAction:
 def _update(cand: Candidate, state: RequestState, message: str, **extra: object) -> RequestUpdate | None:
     if cand.id is None or cand.action is ActionType.PREFERRED_LEADER_ELECTION:
         return None
-    plan = None
-    if cand.planned is not None and cand.planned.offset_reset is not None:
-        plan = cand.planned.offset_reset.entries
+    plan = cand.planned.offset_reset.entries if isinstance(cand.planned, PlannedOffsetReset) else None
     return RequestUpdate.model_validate(
         {"action": cand.action, "id": cand.id, "state": state, "message": message, "plan": plan, **extra}
     )

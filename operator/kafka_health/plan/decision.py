@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -71,15 +72,34 @@ class RollWait(_Model):
     started: bool = Field(False, description="This decision starts the wait (status had no waitingSince).")
 
 
-class PlannedAction(_Model):
-    action: ActionType
+class _Planned(_Model):
+    """What every planned action says: which request, the plan's id, and in words what it does."""
+
     id: str | None = Field(None, description="Request id (None for automatic elections).")
     plan_id: str = Field(description="Deterministic id of this plan (approval refers to it).")
     summary: str
     details: list[str] = Field(default_factory=list)
-    election: ElectionPlan | None = None
-    restart: RestartStep | None = None
-    offset_reset: OffsetResetPlan | None = None
+
+
+class PlannedElection(_Planned):
+    action: Literal[ActionType.PREFERRED_LEADER_ELECTION] = ActionType.PREFERRED_LEADER_ELECTION
+    election: ElectionPlan
+
+
+class PlannedRestart(_Planned):
+    action: Literal[ActionType.ROLLING_RESTART] = ActionType.ROLLING_RESTART
+    restart: RestartStep
+
+
+class PlannedOffsetReset(_Planned):
+    action: Literal[ActionType.OFFSET_RESET] = ActionType.OFFSET_RESET
+    offset_reset: OffsetResetPlan
+
+
+PlannedAction = Annotated[
+    PlannedElection | PlannedRestart | PlannedOffsetReset, Field(discriminator="action")
+]
+"""One action the planner chose, its plan typed by its kind (an election cannot carry a roll's step)."""
 
 
 class RequestUpdate(_Model):

@@ -17,7 +17,7 @@ from kafka_health.models.policy import (
     WithheldReason,
     parse_duration,
 )
-from kafka_health.plan.decision import Decision, PlannedAction, RestartStep, RollWait, Verdict
+from kafka_health.plan.decision import Decision, PlannedRestart, RestartStep, RollWait, Verdict
 from kafka_health.plan.hold import Hold, iso
 from kafka_health.plan.leader_election_plan import imbalance_exceeds
 from kafka_health.plan.plan_context import (
@@ -153,8 +153,7 @@ def in_flight(ctx: PlanContext, current: CurrentRemediation) -> Decision:
         return _waiting(ctx, current, nxt, holds, safety, queued)
     return Decision(
         verdict=Verdict.ACT,
-        action=PlannedAction(
-            action=ActionType.ROLLING_RESTART,
+        action=PlannedRestart(
             id=current.id,
             plan_id=current.plan_id,
             summary=f"rolling restart {current.id}: restart broker {step.next_broker} "
