@@ -10,6 +10,7 @@ started once, as in a serial run. What else the workers could share is kept apar
   KAFKA_HEALTH_TEST_PORT, N * WORKER_PORT_STRIDE away from the base, set in os.environ before any
   test, so the fixtures, the `kafka-health` subprocesses and the operator processes tests start
   all see it. The stride is larger than the widest offset: no two workers' clusters share a port.
+  Servers a test starts on the side take ports from the block's rest (SERVICE_PORTS).
   A base below the kernel's ephemeral port range (the default 29092) keeps every worker below
   it: the workers step down (29092, 25892, 22692, …), since in that range an outgoing connection
   can take a stopped broker's port and the broker cannot start again (the testbed CLI warns of
@@ -25,6 +26,8 @@ started once, as in a serial run. What else the workers could share is kept apar
 from __future__ import annotations
 
 import json
+import os
+import socket
 from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -35,6 +38,13 @@ DEFAULT_PORT = 29092
 WORKER_PORT_STRIDE = 3200
 WIDEST_PORT_OFFSET = 3102
 MIN_PORT = 1024  # stepping down stops above the privileged ports (then the workers step up)
+# Servers a test starts beside its clusters (an operator's metrics and health endpoints, a Spark
+# Connect server) take their ports from the rest of the worker's block, not from the kernel: a
+# port found free in the ephemeral range can be handed to another worker's process before the
+# server binds it, and a test polling it then talks to a stranger (seen: a readiness probe or a
+# Kafka client reaching the socket a Spark driver served a collect() on, failing that test).
+SERVICE_PORTS = range(3110, WORKER_PORT_STRIDE)
+_next_service = 0
 
 # Seconds each file took in a measured run (build/test-reports/file-seconds.json of `make test`;
 # copy it here when files grow or move). Only the order of the files depends on it.
@@ -48,6 +58,23 @@ def worker_index(environ: MutableMapping[str, str]) -> int | None:
     if not worker.startswith("gw") or not worker[2:].isdigit():
         return None
     return int(worker[2:])
+
+
+def service_port(environ: MutableMapping[str, str] = os.environ) -> int:
+    """A port no process binds now, from this worker's SERVICE_PORTS (in turn, so a server that
+    just stopped is not given its port again at once)."""
+    global _next_service
+    base = int(environ.get("KAFKA_HEALTH_TEST_PORT", str(DEFAULT_PORT)))
+    for _ in SERVICE_PORTS:
+        port = base + SERVICE_PORTS[_next_service % len(SERVICE_PORTS)]
+        _next_service += 1
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free port in {base}+{SERVICE_PORTS.start}..{SERVICE_PORTS.stop - 1}")
 
 
 def ephemeral_low(range_file: Path = EPHEMERAL_RANGE_FILE) -> int | None:

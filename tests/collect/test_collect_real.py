@@ -226,17 +226,18 @@ def test_frozen_broker_gives_a_partial_snapshot_within_the_bound(
 def test_unreachable_cluster_is_reported_quickly_without_leaking_secrets(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    conf = {
-        "bootstrap.servers": f"127.0.0.1:{closed_port()}",
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": "ops",
-        "sasl.password": "pa55-w0rd",
-    }
-    started = time.monotonic()
-    with caplog.at_level(logging.DEBUG), KafkaAdmin(conf) as admin:
-        snap = collect_snapshot(admin, "gone", now)
-    elapsed = time.monotonic() - started
+    with closed_port() as port:
+        conf = {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "ops",
+            "sasl.password": "pa55-w0rd",
+        }
+        started = time.monotonic()
+        with caplog.at_level(logging.DEBUG), KafkaAdmin(conf) as admin:
+            snap = collect_snapshot(admin, "gone", now)
+        elapsed = time.monotonic() - started
 
     assert elapsed <= 10, elapsed
     assert not snap.reachable

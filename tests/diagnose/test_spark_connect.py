@@ -23,15 +23,14 @@ from kafka_health._kits.waiting import wait_for
 from kafka_health.diagnose import run_diagnosis
 from kafka_health.models.findings import Diagnosis
 from kafka_health_spark.thresholds import Thresholds
+from tests import parallel
 from tests.diagnose.scenario import troubled_cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return parallel.service_port()
 
 
 def listening(port: int) -> bool:

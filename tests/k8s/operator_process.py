@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,13 +13,12 @@ from typing import Any
 
 from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed.controlplane import ControlPlane, find_binaries
+from tests import parallel
 from tests.ship.chart import OperatorIdentity, chart_values, install_operator_identity, operator_args
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return parallel.service_port()
 
 
 class OperatorProcess:

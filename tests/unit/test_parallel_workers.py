@@ -3,6 +3,7 @@ longest files first, the same order on every worker."""
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,7 +77,24 @@ def test_no_test_cluster_reaches_the_next_workers_ports() -> None:
     ]
     widest = max(reaches)
     assert widest == parallel.WIDEST_PORT_OFFSET  # the constant says what it guards
-    assert widest < parallel.WORKER_PORT_STRIDE
+    assert (
+        widest < parallel.SERVICE_PORTS.start and parallel.SERVICE_PORTS.stop <= parallel.WORKER_PORT_STRIDE
+    )
+
+
+def test_service_ports_come_from_the_workers_block_in_turn_skipping_bound_ones() -> None:
+    env = {"KAFKA_HEALTH_TEST_PORT": "20092"}
+    first = parallel.service_port(env)
+    assert 20092 + parallel.SERVICE_PORTS.start <= first < 20092 + parallel.SERVICE_PORTS.stop
+    with socket.socket() as held:
+        nxt = (
+            first + 1
+            if first + 1 < 20092 + parallel.SERVICE_PORTS.stop
+            else 20092 + parallel.SERVICE_PORTS.start
+        )
+        held.bind(("127.0.0.1", nxt))
+        second = parallel.service_port(env)
+    assert second not in (first, nxt)
 
 
 @dataclass(frozen=True)
