@@ -41,8 +41,8 @@ MIN_PORT = 1024  # stepping down stops above the privileged ports (then the work
 # Servers a test starts beside its clusters (an operator's metrics and health endpoints, a Spark
 # Connect server) take their ports from the rest of the worker's block, not from the kernel: a
 # port found free in the ephemeral range can be handed to another worker's process before the
-# server binds it, and a test polling it then talks to a stranger (seen: a readiness probe or a
-# Kafka client reaching the socket a Spark driver served a collect() on, failing that test).
+# server binds it, and a test polling it then talks to a stranger (the likely cause of a failed
+# collect() whose Spark socket saw a foreign handshake in a 3-worker run; not proven).
 SERVICE_PORTS = range(3110, WORKER_PORT_STRIDE)
 _next_service = 0
 

@@ -12,8 +12,7 @@ from contextlib import contextmanager
 def closed_port() -> Iterator[int]:
     """A port that refuses connections, held for the `with` block: bound and not listening, so
     the kernel gives it to nobody else meanwhile. (A port merely found free could be handed to a
-    process of another test worker, e.g. the socket a Spark driver serves a collect() on, which
-    then read a Kafka request as its handshake and failed the other test.)"""
+    process of another test worker, which would then read this client's Kafka requests.)"""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         yield int(s.getsockname()[1])

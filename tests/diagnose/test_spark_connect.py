@@ -29,10 +29,6 @@ from tests.diagnose.scenario import troubled_cluster
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def free_port() -> int:
-    return parallel.service_port()
-
-
 def listening(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
@@ -42,7 +38,7 @@ def listening(port: int) -> bool:
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     spark_home = Path(pyspark.__file__).parent
-    port = free_port()
+    port = parallel.service_port()
     log = tmp_path_factory.mktemp("spark-connect") / "server.log"
     cmd = [
         str(spark_home / "bin" / "spark-submit"),

@@ -17,10 +17,6 @@ from tests import parallel
 from tests.ship.chart import OperatorIdentity, chart_values, install_operator_identity, operator_args
 
 
-def free_port() -> int:
-    return parallel.service_port()
-
-
 class OperatorProcess:
     """One `kafka-health operator` process with its own ports, history dir and log file."""
 
@@ -37,8 +33,8 @@ class OperatorProcess:
         self.workdir = workdir
         self.namespaces = namespaces
         self.extra = list(extra)
-        self.metrics_port = free_port()
-        self.health_port = free_port()
+        self.metrics_port = parallel.service_port()
+        self.health_port = parallel.service_port()
         self.log_path = workdir / f"operator-{self.metrics_port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
