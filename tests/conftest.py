@@ -28,6 +28,12 @@ from tests import parallel
 # An undocumented reason (kafka_health.models.reasons) raises instead of being logged, here and in
 # the operator processes the tests start.
 os.environ.setdefault("KAFKA_HEALTH_STRICT_REASONS", "1")
+# Every Spark driver JVM the suite starts (its own, the operators', the CLI's) compiles with the
+# JIT's first tier only and collects with the serial collector, like its brokers: an operator here
+# lives for a few cycles, too short for C2 and G1's threads to pay back on 2 cores. One operator's
+# JVM through a one-cycle test 23.8 -> 13.5 CPU-s; tests/spark/test_reuse.py with test_windows.py
+# 367 -> 289 CPU-s (docs/testbed.md). Set it empty to run the product's own flags.
+os.environ.setdefault("KAFKA_HEALTH_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 # One control plane per session for every folder that needs it (tests/k8s, tests/ship, …);
 # `--durations-report DIR` (where the run's time went, written to files).

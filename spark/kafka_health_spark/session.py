@@ -59,6 +59,10 @@ A short-lived JVM also maps the class archive when one was built for its JDK and
 (`class_archive`): half of a cold start is loading classes. A long-lived one does not: the
 mapped archive costs its RSS more than the seconds it saves once.
 
+`KAFKA_HEALTH_SPARK_JAVA_OPTIONS` adds the user's own options to every driver JVM this process
+starts, after these (HotSpot takes the last of two conflicting flags). The test suite sets
+`-XX:TieredStopAtLevel=1` there: its operators live for a few cycles, too short for C2 to pay.
+
 Every JVM this process starts exits on its first `OutOfMemoryError` (exit code 3): a task that
 ran out of heap otherwise left its job waiting for ever with no task running, and the thread
 that collected it blocked for good. An exited JVM fails the calls under way at once;
@@ -111,6 +115,8 @@ SHORT_LIVED_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # Writing a class archive at exit takes ~10 s on 2 cores.
 JVM_EXIT_TIMEOUT_S = 120
 SHORT_LIVED_CONF = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+# The user's own driver JVM options, after ours (the last of two conflicting flags wins).
+JAVA_OPTIONS_ENV = "KAFKA_HEALTH_SPARK_JAVA_OPTIONS"
 
 
 _jvm_generation = 0
@@ -185,8 +191,18 @@ def _connect(remote: str, app_name: str, runtime: dict[str, str]) -> SparkSessio
 def _jvm_settings(
     target: str, runtime: dict[str, str], short_lived: bool, record_classes_to: Path | None
 ) -> tuple[str, dict[str, str]]:
-    """The driver JVM's options and the confs for this start: a short-lived local JVM maps the
-    class archive; a long-lived one gets the plan jar (or the options for rebuilt plans)."""
+    """The driver JVM's options and the confs for this start, the user's options
+    (`KAFKA_HEALTH_SPARK_JAVA_OPTIONS`) last so that they win over ours."""
+    java_options, confs = _our_jvm_settings(target, runtime, short_lived, record_classes_to)
+    extra = os.environ.get(JAVA_OPTIONS_ENV, "").strip()
+    return (f"{java_options} {extra}" if extra else java_options), confs
+
+
+def _our_jvm_settings(
+    target: str, runtime: dict[str, str], short_lived: bool, record_classes_to: Path | None
+) -> tuple[str, dict[str, str]]:
+    """A short-lived local JVM maps the class archive; a long-lived one gets the plan jar (or
+    the options for rebuilt plans)."""
     java_options = f"-Dlog4j2.configurationFile={_log4j_config().as_uri()} {EXIT_ON_OUT_OF_MEMORY}"
     starts_jvm = SparkContext._active_spark_context is None  # else the running one is reused
     if short_lived and starts_jvm and target.startswith("local"):

@@ -4,6 +4,7 @@ long-lived JVM gets the heap-sizing settings instead."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from kafka_health_spark import reuse
 from kafka_health_spark.session import (
     ALLOCATION_CONF,
     EXIT_ON_OUT_OF_MEMORY,
+    JAVA_OPTIONS_ENV,
     LONG_LIVED_JAVA_OPTIONS,
     REBUILT_PLANS_JAVA_OPTIONS,
     SHORT_LIVED_CONF,
@@ -41,7 +43,8 @@ def test_a_short_lived_jvm_starts_tuned_for_one_run() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     modes, java, total = done.stdout.strip().splitlines()[-3:]
     assert modes.split() == [SHORT_LIVED_CONF["spark.sql.codegen.factoryMode"], "false"]
-    assert java.endswith(SHORT_LIVED_JAVA_OPTIONS), java
+    ours = java.removesuffix(os.environ.get(JAVA_OPTIONS_ENV, "")).rstrip()
+    assert ours.endswith(SHORT_LIVED_JAVA_OPTIONS), java
     assert EXIT_ON_OUT_OF_MEMORY in java.split()
     assert total == "20"  # the interpreter computes what generated code would
 
@@ -63,13 +66,26 @@ def test_a_long_lived_jvm_grows_its_heap_only_as_needed(spark: SparkSession) -> 
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     running = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-    assert set(LONG_LIVED_JAVA_OPTIONS.split()) <= set(running), running
-    assert EXIT_ON_OUT_OF_MEMORY in running  # an out-of-heap JVM exits: tests/spark/test_driver_exit.py
-    assert "-XX:+UseSerialGC" not in running  # the one-shot's collector: thrashes a 1g heap at 100k
+    # The suite's own options (KAFKA_HEALTH_SPARK_JAVA_OPTIONS, tests/conftest.py) come right after
+    # ours, so that they win; what is ours is what a user's operator runs with.
+    extra = os.environ.get(JAVA_OPTIONS_ENV, "").split()
+    ours = running[: _index_of(running, extra)]
+    assert set(LONG_LIVED_JAVA_OPTIONS.split()) <= set(ours), running
+    assert EXIT_ON_OUT_OF_MEMORY in ours  # an out-of-heap JVM exits: tests/spark/test_driver_exit.py
+    assert "-XX:+UseSerialGC" not in ours  # the one-shot's collector: thrashes a 1g heap at 100k
     # Its plans are reused (a local master, the plan jar), their code generated once: C2 compiles
     # it too (C1 only is for a driver that builds its plans every cycle).
     assert reuse.available(spark)
-    assert REBUILT_PLANS_JAVA_OPTIONS not in running, running
+    assert REBUILT_PLANS_JAVA_OPTIONS not in ours, running
+
+
+def _index_of(running: list[str], extra: list[str]) -> int:
+    """Where the user's options start among the JVM's arguments (the end when there are none)."""
+    if not extra:
+        return len(running)
+    starts = [i for i in range(len(running)) if running[i : i + len(extra)] == extra]
+    assert starts, f"{JAVA_OPTIONS_ENV} {extra} is not among the JVM's arguments {running}"
+    return starts[-1]
 
 
 def test_a_long_lived_jvm_keeps_room_for_compiled_code(spark: SparkSession) -> None:
