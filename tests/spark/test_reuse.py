@@ -200,13 +200,13 @@ def test_one_partition_plans_format_only_the_rows_kept_and_hash_their_joins(spar
         jvm.Slots.drop("test-late/")
 
 
-def test_one_partition_hashes_small_sides_where_read_from_the_current_rows(spark: SparkSession) -> None:
-    """In one partition a small join side (by the slots' statistics) becomes a broadcast hash join
-    whose side is hashed in the plan's own run (`LocalBroadcastExec`: no broadcast job), and the
+def test_one_partition_hashes_small_sides_from_the_current_rows(spark: SparkSession) -> None:
+    """In one partition a join with a small side (by the slots' statistics) becomes a shuffled
+    hash join on its smaller side, with no broadcast (a job of its own) and no sort, and the
     snapshot's parts are read as Arrow columns (`Slots.putColumns`). The same prepared plan, run
     again after its slots changed (keys unique, then repeated, then no rows at all), returns what
-    Spark returns for the frame planned as usual every time: the code generated for the first
-    rows does not assume their keys unique or their side empty."""
+    Spark returns for the frame planned as usual every time: nothing in the prepared plan assumes
+    the first run's keys unique or its side empty."""
     import pyarrow as pa
     from pyspark.sql import types as T
 
@@ -243,7 +243,7 @@ def test_one_partition_hashes_small_sides_where_read_from_the_current_rows(spark
         for plan in plans:
             text = plan.describe()
             assert plan.reused(), text
-            assert "LocalBroadcast" in text and "BroadcastHashJoin" in text, text
+            assert "ShuffledHashJoin" in text and "BroadcastHashJoin" not in text, text
             assert "BroadcastExchange" not in text and "SortMergeJoin" not in text, text
         for keys in (list(range(0, 300, 3)), [1, 1, 1, 5, 5, 19_999], []):
             put("test-local/small", keys, "w", small_schema)

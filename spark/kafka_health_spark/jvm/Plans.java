@@ -37,10 +37,8 @@ import org.apache.spark.sql.execution.joins.BroadcastNestedLoopJoinExec;
 import org.apache.spark.sql.execution.joins.CartesianProductExec;
 import org.apache.spark.sql.execution.joins.ShuffledHashJoinExec;
 import org.apache.spark.sql.execution.CollectLimitExec;
-import org.apache.spark.sql.execution.InputAdapter;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.TakeOrderedAndProjectExec;
-import org.apache.spark.sql.execution.exchange.BroadcastExchangeExec;
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.functions;
@@ -56,9 +54,6 @@ public final class Plans {
    * the plan runs. A UDF is never foldable, so the optimizer does not evaluate it into the plan;
    * it stays deterministic (one value per run), so it may appear inside aggregates. */
   public static final String PARAM_FUNCTION = "kafka_health_param";
-  /** The largest side (estimated) a join in one partition hashes as a broadcast ({@link #hashJoins}):
-   * Spark's own default broadcast threshold. */
-  static final long LOCAL_BROADCAST_MAX_BYTES = 10L * 1024 * 1024;
 
   private Plans() {}
 
@@ -94,8 +89,8 @@ public final class Plans {
 
   /**
    * {@code plan} with its inner nested loop joins made cartesian products: in one partition, the
-   * same join without a job to broadcast a side. (Its broadcast hash joins stay: their sides are
-   * computed where they are read, {@link LocalBroadcastExec}.)
+   * same join without a job to broadcast a side. (Its broadcast hash joins become shuffled hash
+   * joins, {@link #hashJoins}.)
    */
   static SparkPlan withoutBroadcasts(SparkPlan plan) {
     List<SparkPlan> children = mapChildren(plan, Plans::withoutBroadcasts);
@@ -106,19 +101,29 @@ public final class Plans {
   }
 
   /**
-   * {@code plan} (planned, not yet prepared) with its sort-merge joins made hash joins: in one
-   * partition both sides of a sort-merge join are sorted whole before a row comes out, where a
-   * hash join hashes one side and streams the other. An inner join builds its smaller side by the
-   * planner's statistics (a slot read with {@code statistics} reports its rows when planned); other
-   * joins the side Spark's planner would (the right, the left for a right outer join). A build side
-   * of up to {@link #LOCAL_BROADCAST_MAX_BYTES} makes a broadcast hash join, whose broadcast is
-   * computed where it is read ({@link #inOnePartition}): its stream side runs in the generated code
-   * of the scan before it, where a shuffled hash join reads rows another stage made. A hash join
-   * holds its build side in memory, without spilling: at a million partitions measured to fit the
-   * chart's driver (docs/diagnostics.md).
+   * {@code plan} (planned, not yet prepared) with its sort-merge joins and broadcast hash joins
+   * made shuffled hash joins: in one partition both sides of a sort-merge join are sorted whole
+   * before a row comes out, where a hash join hashes one side and streams the other; and a
+   * broadcast (from a large cluster's hints) would be a job of its own. An inner join builds its
+   * smaller side by the planner's statistics (a slot read with {@code statistics} reports its rows
+   * when planned); other joins the side Spark's planner would (the right, the left for a right
+   * outer join). A hash join holds its build side in memory, without spilling: at a million
+   * partitions measured to fit the chart's driver (docs/diagnostics.md). (A null-aware anti join
+   * has no shuffled form: it keeps Spark's broadcast and runs as a job.)
    */
   static SparkPlan hashJoins(SparkPlan plan) {
     List<SparkPlan> children = mapChildren(plan, Plans::hashJoins);
+    if (plan instanceof BroadcastHashJoinExec join && !join.isNullAwareAntiJoin()) {
+      return new ShuffledHashJoinExec(
+          join.leftKeys(),
+          join.rightKeys(),
+          join.joinType(),
+          join.buildSide(),
+          join.condition(),
+          children.get(0),
+          children.get(1),
+          false);
+    }
     if (plan instanceof SortMergeJoinExec join && !join.isSkewJoin()) {
       BuildSide side = buildSide(join.joinType());
       Option<Join> logical = logical(join);
@@ -126,23 +131,6 @@ public final class Plans {
           logical.isDefined() && size(logical.get().left()).compare(size(logical.get().right())) < 0;
       if (join.joinType() instanceof InnerLike && leftSmaller) {
         side = BuildLeft$.MODULE$;
-      }
-      if (side != null
-          && broadcastable(join.joinType(), side)
-          && logical.isDefined()
-          && size(side == BuildLeft$.MODULE$ ? logical.get().left() : logical.get().right())
-                  .compare(BigInt.apply(LOCAL_BROADCAST_MAX_BYTES))
-              <= 0) {
-        return new BroadcastHashJoinExec(
-            join.leftKeys(),
-            join.rightKeys(),
-            join.joinType(),
-            side,
-            join.condition(),
-            children.get(0),
-            children.get(1),
-            false,
-            false);
       }
       if (side != null) {
         return new ShuffledHashJoinExec(
@@ -167,18 +155,6 @@ public final class Plans {
 
   private static BigInt size(LogicalPlan side) {
     return side.stats().sizeInBytes();
-  }
-
-  /** Whether a broadcast hash join of {@code type} can build {@code side} (as Spark's planner). */
-  private static boolean broadcastable(JoinType type, BuildSide side) {
-    if (side == BuildLeft$.MODULE$) {
-      return type instanceof InnerLike || type == RightOuter$.MODULE$;
-    }
-    return type instanceof InnerLike
-        || type == LeftOuter$.MODULE$
-        || type == LeftSemi$.MODULE$
-        || type == LeftAnti$.MODULE$
-        || type instanceof ExistenceJoin;
   }
 
   private static BuildSide buildSide(JoinType type) {
@@ -261,38 +237,19 @@ public final class Plans {
    * asks for a distribution (an aggregate, a join, a window, a global sort) gets all its rows in one
    * partition, which satisfies any distribution, and the plan runs as one stage with no shuffle
    * written or read. For small inputs, where a stage's fixed cost outweighs its rows, read in one
-   * partition each. The hashed side of a broadcast hash join is computed where it is read
-   * ({@link LocalBroadcastExec}): no job.
+   * partition each.
    */
   public static SparkPlan inOnePartition(SparkPlan plan) {
     if (plan instanceof ShuffleExchangeExec shuffle) {
       return new CoalesceExec(1, inOnePartition(shuffle.child()));
     }
     List<SparkPlan> children = mapChildren(plan, Plans::inOnePartition);
-    if (plan instanceof BroadcastHashJoinExec join && !join.isNullAwareAntiJoin()) {
-      // (a null-aware anti join's code reads what its broadcast held when generated: it keeps
-      // Spark's broadcast, and runs as a job)
-      int build = join.buildSide() == BuildLeft$.MODULE$ ? 0 : 1;
-      children.set(build, computedWhereRead(children.get(build)));
-    }
     if (plan instanceof TakeOrderedAndProjectExec || plan instanceof CollectLimitExec) {
       // (these shuffle their child's rows into one partition themselves when it has more, as a
       // union has: one per side)
       children.set(0, new CoalesceExec(1, children.get(0)));
     }
     return withChildren(plan, children);
-  }
-
-  /** {@code side} (a broadcast, as generated code reads it: in an input adapter) computed where it
-   * is read ({@link LocalBroadcastExec}). */
-  private static SparkPlan computedWhereRead(SparkPlan side) {
-    if (side instanceof InputAdapter adapter) {
-      return withChildren(adapter, List.of(computedWhereRead(adapter.child())));
-    }
-    if (side instanceof BroadcastExchangeExec broadcast) {
-      return new LocalBroadcastExec(broadcast.mode(), broadcast.child());
-    }
-    return side;
   }
 
   private static List<SparkPlan> mapChildren(SparkPlan plan, UnaryOperator<SparkPlan> rewrite) {

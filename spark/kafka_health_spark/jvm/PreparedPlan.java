@@ -99,8 +99,7 @@ public final class PreparedPlan {
     return rdd != null;
   }
 
-  /** No exchange (its outputs would be kept from the first run; a broadcast computed where it is
-   * read, {@link LocalBroadcastExec}, is none) and no subquery (its value is
+  /** No exchange (its outputs would be kept from the first run) and no subquery (its value is
    * computed into the plan when the plan is made into an RDD). */
   static boolean rerunnable(SparkPlan plan) {
     if (plan instanceof Exchange || !plan.subqueries().isEmpty()) {
