@@ -120,6 +120,7 @@ SHAPES: list[tuple[str, str, int]] = [
     ("org.apache.spark.sql.api.python.ArrowIteratorServer", "<init>", 0),
 ]
 
+
 def _class(spark: SparkSession, name: str) -> Any:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
@@ -165,7 +166,9 @@ def test_the_jar_extends_no_spark_internal() -> None:
     found = []
     for source in JVM.glob("*.java"):
         text = source.read_text()
-        imported = {c.rsplit(".", 1)[1]: c for c in re.findall(r"^import (org\.apache\.spark\.[\w.$]+);", text, re.M)}
+        imported = {
+            c.rsplit(".", 1)[1]: c for c in re.findall(r"^import (org\.apache\.spark\.[\w.$]+);", text, re.M)
+        }
         for clause in heading.findall(text):
             while "<" in clause:  # (type arguments are not what is extended)
                 clause = re.sub(r"<[^<>]*>", "", clause)
