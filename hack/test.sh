@@ -31,9 +31,10 @@ lint-imports
 # longest files first (tests/file_seconds.json; xdist's own reordering by test count is off).
 # Each worker has its own Kafka ports (3200 apart from KAFKA_HEALTH_TEST_PORT: down from the
 # default 29092, clear of the kernel's ephemeral ports), clusters and control plane
-# (tests/parallel.py). KAFKA_HEALTH_TEST_WORKERS=0 runs the suite in one process. Two by default:
-# three finished in 40-43 min instead of ~50, but at load 20-35 load-sensitive tests failed.
-workers=${KAFKA_HEALTH_TEST_WORKERS:-2}
+# (tests/parallel.py). KAFKA_HEALTH_TEST_WORKERS=0 runs the suite in one process. Three by
+# default: with two the CPU was busy 73 % of the run (the rest is tests waiting on Kafka's and
+# Kubernetes' timers), and the suite's Spark drivers and brokers now start lighter (docs/testbed.md).
+workers=${KAFKA_HEALTH_TEST_WORKERS:-3}
 reports=build/test-reports
 rm -rf "$reports" && mkdir -p "$reports"
 echo "== tests: pytest ($workers workers; reports in $reports)"
