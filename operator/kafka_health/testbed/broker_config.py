@@ -147,11 +147,6 @@ def node_properties(
         "transaction.state.log.replication.factor": rf,
         "transaction.state.log.min.isr": min_isr,
         "group.initial.rebalance.delay.ms": 0,
-        # A broker that has not registered with the controllers within this exits (default 60 s).
-        # A node restarted right after a stop is refused until its old session ends (9 s), and on
-        # a loaded 2-core machine its JVM start alone can take tens of seconds: a test's broker
-        # restart then failed as "exited during start-up". The test waits bound it instead.
-        "initial.broker.registration.timeout.ms": 300_000,
         # The operator is what heals leader imbalance here; the bench turns Kafka's own on.
         "auto.leader.rebalance.enable": str(state.auto_leader_rebalance).lower(),
         "num.network.threads": 2,
