@@ -35,6 +35,7 @@ from kafka_health.testbed import broker_config, distribution, security, tools
 # The node-id and port constants, where the testbed's users have always found them.
 from kafka_health.testbed.broker_config import CONTROLLER_ID_BASE as CONTROLLER_ID_BASE
 from kafka_health.testbed.broker_config import INTERNAL_PORT_OFFSET as INTERNAL_PORT_OFFSET
+from kafka_health.testbed.exit_reason import last_error_lines
 from kafka_health.testbed.state import BrokerState, TestbedError, TestbedState
 
 DEFAULT_BASE_PORT = 19092  # clear of a user's Kafka on 9092
@@ -396,7 +397,8 @@ class Testbed:
                 if not self._alive(b):
                     raise TestbedError(
                         f"broker {bid} exited during start-up; see {self.log_path(bid)} "
-                        f"and {self.state_dir / 'logs' / f'broker-{bid}.out'}"
+                        f"and {self.state_dir / 'logs' / f'broker-{bid}.out'}; its last lines:\n"
+                        + last_error_lines(self.state_dir / "logs", bid)
                     )
                 if b.role == "controller":  # no client listener: its quorum port answers
                     if not _port_open(b.controller_port):
