@@ -61,7 +61,8 @@ mapped archive costs its RSS more than the seconds it saves once.
 
 `KAFKA_HEALTH_SPARK_JAVA_OPTIONS` adds the user's own options to every driver JVM this process
 starts, after these (HotSpot takes the last of two conflicting flags). The test suite sets
-`-XX:TieredStopAtLevel=1` there: its operators live for a few cycles, too short for C2 to pay.
+`-XX:TieredStopAtLevel=1 -XX:+UseSerialGC` there: its operators live for a few cycles, too short
+for C2 and G1's threads to pay back.
 
 Every JVM this process starts exits on its first `OutOfMemoryError` (exit code 3): a task that
 ran out of heap otherwise left its job waiting for ever with no task running, and the thread

@@ -24,4 +24,4 @@ def test_the_last_error_lines_of_a_nodes_log_and_stdout(tmp_path: Path) -> None:
 
 
 def test_a_node_with_no_log_says_so(tmp_path: Path) -> None:
-    assert last_error_lines(tmp_path, 3) == "(no ERROR, FATAL or WARN line)"
+    assert last_error_lines(tmp_path, 3) == "(no ERROR, FATAL, WARN or Exception line)"

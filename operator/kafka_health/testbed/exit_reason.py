@@ -17,4 +17,4 @@ def last_error_lines(log_dir: Path, node_id: int, lines: int = 15) -> str:
         except OSError:
             continue
         found += [line for line in text if any(sign in line for sign in SIGNS)]
-    return "\n".join(found[-lines:]) or "(no ERROR, FATAL or WARN line)"
+    return "\n".join(found[-lines:]) or "(no ERROR, FATAL, WARN or Exception line)"
