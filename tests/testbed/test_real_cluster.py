@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import time
 
 import pytest
 from confluent_kafka import Consumer, Producer
 
 from kafka_health._kits.waiting import wait_for
-from kafka_health.testbed import faults
+from kafka_health.testbed import faults, node_process
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.faults import create_topic
 
@@ -112,3 +114,41 @@ def test_paused_broker_is_fenced_and_returns_on_resume(kafka: Testbed, bootstrap
     assert kafka.process_state(kafka.broker(kafka.require(), 2)) == "paused"
     kafka.resume(2)
     wait_for(lambda: 2 in faults.registered_brokers(survivors), timeout=60, what="broker 2 registered again")
+
+
+def node_jvms(testbed: Testbed, node_id: int) -> list[int]:
+    """Every running JVM of the node, as `pgrep -f` sees them (not the testbed's own bookkeeping)."""
+    found = subprocess.run(
+        ["pgrep", "-f", re.escape(str(testbed.config_path(node_id)))], capture_output=True, text=True
+    )
+    return sorted(int(pid) for pid in found.stdout.split())
+
+
+def test_one_jvm_per_node_whoever_starts_it(kafka: Testbed) -> None:
+    """Three processes start a stopped node at once (a test healing while the pod stand-in replaces
+    a pod): one JVM runs. Two once shared a data dir and broke its metadata log. A pid lost from
+    testbed.json is found again, and starting the running node adopts it instead of a second JVM."""
+    kafka.stop(2)
+    assert node_jvms(kafka, 2) == []
+    start = (
+        "import sys; from pathlib import Path; from kafka_health.testbed.cluster import Testbed; "
+        "Testbed(Path(sys.argv[1])).start(2, wait=False)"
+    )
+    starters = [
+        subprocess.Popen(
+            [sys.executable, "-c", start, str(kafka.state_dir)], stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    for p in starters:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    jvms = node_jvms(kafka, 2)
+    assert len(jvms) == 1, f"node 2 runs as {len(jvms)} JVMs: {jvms}"
+    assert kafka.broker(kafka.require(), 2).pid == jvms[0]
+
+    node_process.record_pid(kafka.state_file, 2, None)  # a stale write lost the pid
+    assert next(row["pid"] for row in kafka.status() if row["id"] == 2) == jvms[0]
+    kafka.start(2, wait=True, timeout=90)
+    assert node_jvms(kafka, 2) == jvms
+    assert kafka.broker(kafka.require(), 2).pid == jvms[0]

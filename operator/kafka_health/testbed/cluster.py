@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_health._kits.paths import state_root
-from kafka_health.testbed import broker_config, distribution, security, tools
+from kafka_health.testbed import broker_config, distribution, node_process, security, tools
 
 # The node-id and port constants, where the testbed's users have always found them.
 from kafka_health.testbed.broker_config import CONTROLLER_ID_BASE as CONTROLLER_ID_BASE
@@ -66,10 +66,9 @@ class Testbed:
         return TestbedState(**raw)
 
     def _save(self, state: TestbedState) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(state), indent=2))
-        tmp.replace(self.state_file)
+        """Write the whole state (a new cluster); a pid alone goes through `node_process.record_pid`."""
+        with node_process.state_lock(self.state_file):
+            node_process.write_state(self.state_file, asdict(state))
 
     def require(self) -> TestbedState:
         state = self.load()
@@ -185,8 +184,8 @@ class Testbed:
             broker_config.check_same_shape(state, self.state_dir, brokers, controllers, security_mode)
         broker_config.write_configs(state, self.state_dir, self.material(state))
         for b in state.nodes:
-            if not self._alive(b):
-                self._start_process(state, b)
+            self._ensure_running(b.id)
+        state = self.require()
         self.wait_serving(state, [b.id for b in state.nodes], timeout=timeout)
         return state
 
@@ -265,41 +264,47 @@ class Testbed:
                 cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
             )
         b.pid = proc.pid
-        self._save(state)
+        node_process.record_pid(self.state_file, b.id, proc.pid)
+
+    def _ensure_running(self, broker_id: int) -> None:
+        """Start the node unless its JVM runs, as one step among every actor (node_process rule 1)."""
+        with node_process.node_lock(self.state_dir, broker_id):
+            state = self.require()
+            b = self.broker(state, broker_id)
+            recorded = b.pid
+            if not self._alive(b):
+                broker_config.write_configs(state, self.state_dir, self.material(state))
+                self._start_process(state, b)
+            elif b.pid != recorded:  # running, but its pid was lost: record it again
+                node_process.record_pid(self.state_file, b.id, b.pid)
 
     def start(self, broker_id: int, *, wait: bool = True, timeout: float = 90.0) -> None:
-        state = self.require()
-        b = self.broker(state, broker_id)
-        if not self._alive(b):
-            broker_config.write_configs(state, self.state_dir, self.material(state))
-            self._start_process(state, b)
+        self._ensure_running(broker_id)
         if wait:
-            self.wait_serving(state, [broker_id], timeout=timeout)
+            self.wait_serving(self.require(), [broker_id], timeout=timeout)
 
     def stop(self, broker_id: int, *, timeout: float = 60.0) -> None:
         """SIGTERM: a controlled shutdown (the broker leaves ISRs and hands off leadership)."""
-        state = self.require()
-        b = self.broker(state, broker_id)
-        if self._alive(b):
-            assert b.pid is not None
-            self._signal(b, signal.SIGCONT)  # a paused JVM cannot shut down
-            self._signal(b, signal.SIGTERM)
-            if not _wait_exit(b.pid, timeout):
-                self._signal(b, signal.SIGKILL)
-                _wait_exit(b.pid, 10)
-        b.pid = None
-        self._save(state)
+        with node_process.node_lock(self.state_dir, broker_id):
+            b = self.broker(self.require(), broker_id)
+            if self._alive(b):
+                assert b.pid is not None
+                self._signal(b, signal.SIGCONT)  # a paused JVM cannot shut down
+                self._signal(b, signal.SIGTERM)
+                if not node_process.wait_exit(b.pid, timeout):
+                    self._signal(b, signal.SIGKILL)
+                    node_process.wait_exit(b.pid, 10)
+            node_process.record_pid(self.state_file, broker_id, None)
 
     def kill(self, broker_id: int) -> None:
         """SIGKILL: a crash; the controller fences the broker after broker.session.timeout.ms."""
-        state = self.require()
-        b = self.broker(state, broker_id)
-        if self._alive(b):
-            assert b.pid is not None
-            self._signal(b, signal.SIGKILL)
-            _wait_exit(b.pid, 10)
-        b.pid = None
-        self._save(state)
+        with node_process.node_lock(self.state_dir, broker_id):
+            b = self.broker(self.require(), broker_id)
+            if self._alive(b):
+                assert b.pid is not None
+                self._signal(b, signal.SIGKILL)
+                node_process.wait_exit(b.pid, 10)
+            node_process.record_pid(self.state_file, broker_id, None)
 
     def pause(self, broker_id: int) -> None:
         """SIGSTOP: the process hangs (a GC pause or a frozen VM); it stays alive but answers nothing."""
@@ -329,11 +334,10 @@ class Testbed:
                     self._signal(b, signal.SIGCONT)
                     self._signal(b, stop)
             for b in state.nodes:
-                if b.pid is not None and not _wait_exit(b.pid, 30) and self._alive(b):
+                if b.pid is not None and not node_process.wait_exit(b.pid, 30) and self._alive(b):
                     self._signal(b, signal.SIGKILL)
-                    _wait_exit(b.pid, 10)
-                b.pid = None
-            self._save(state)
+                    node_process.wait_exit(b.pid, 10)
+                node_process.record_pid(self.state_file, b.id, None)
         if purge and self.state_dir.exists():
             import shutil
 
@@ -341,22 +345,11 @@ class Testbed:
 
     # ---------------------------------------------------------------- inspection
     def _alive(self, b: BrokerState) -> bool:
-        """The recorded pid is running and is really this broker's JVM (pids get reused)."""
-        if b.pid is None:
-            return False
-        try:
-            cmdline = Path(f"/proc/{b.pid}/cmdline").read_bytes()
-            for _ in range(10):  # just after exec the kernel may show an empty cmdline for a moment
-                if cmdline:
-                    break
-                time.sleep(0.05)
-                cmdline = Path(f"/proc/{b.pid}/cmdline").read_bytes()
-            stat = Path(f"/proc/{b.pid}/stat").read_text()
-        except OSError:
-            return False
-        if stat.split(") ", 1)[1].startswith("Z"):
-            return False
-        return str(self.config_path(b.id)).encode() in cmdline
+        """This node's JVM runs; `b.pid` is set to it (the recorded pid, or the one /proc finds)."""
+        pid = node_process.running_pid(b.pid, self.config_path(b.id))
+        if pid is not None:
+            b.pid = pid
+        return pid is not None
 
     def _signal(self, b: BrokerState, sig: signal.Signals) -> None:
         assert b.pid is not None
@@ -475,23 +468,3 @@ def _port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.3)
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _wait_exit(pid: int, timeout: float) -> bool:
-    """Wait for a process to go away (reaping it if it is our child)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-            if done == pid:
-                return True
-        except ChildProcessError:
-            pass
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            if stat.split(") ", 1)[1].startswith("Z"):
-                return True
-        except OSError:
-            return True
-        time.sleep(0.2)
-    return False
