@@ -4,9 +4,9 @@ the real Kafka testbed and the broker-pod stand-in, both replicas under the char
 A roll of all three brokers starts on a low-priority replica. Mid-roll:
 1. a higher-priority replica joins: Kopf peering pauses the first, which takes no further step
    and hands the cluster Lease over; the new one carries the roll on from status;
-2. the active replica is frozen (SIGSTOP, not killed) in the middle of a broker's restart and
-   resumed 90 s later: its Lease expires (TTL 30 s) before peering lets the standby act (60 s),
-   the standby carries the roll on, and the frozen replica, once resumed, finds its Lease lost
+2. the active replica is frozen (SIGSTOP, not killed) in the middle of a broker's restart: its
+   Lease expires (TTL 30 s) before peering lets the standby act (60 s), the standby takes the
+   Lease and a roll step of its own; then the frozen replica is resumed, finds its Lease lost
    before its next step and writes nothing more.
 
 Throughout: never two broker pods down at once, every broker restarted exactly once (its JVM
@@ -48,9 +48,10 @@ from tests.k8s.test_operator_e2e import _imbalanced_topic, events_of, policy
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 
-# Longer than the Lease TTL (30 s) plus Kopf's peering lifetime (60 s) plus a cycle, with room for
-# a loaded machine: measured 30-61 s on a quiet one, more than 85 s once in CI, more than 145 s
-# once with three workers at a load of 20-35.
+# How long the standby may take to hold the frozen replica's Lease: longer than the Lease TTL
+# (30 s) plus Kopf's peering lifetime (60 s) plus a cycle, with room for a loaded machine:
+# measured 30-61 s on a quiet one, more than 85 s once in CI, more than 145 s once with three
+# workers at a load of 20-35.
 FREEZE_S = 190
 
 
@@ -96,6 +97,12 @@ class Watch(threading.Thread):
                     self.holders.append((time.monotonic(), replica))
             except Exception:  # a sample lost to a busy API server is no finding
                 continue
+
+
+def _step_started_after(status: dict[str, Any], when: datetime) -> bool:
+    """The roll's current step started after `when` (so by whoever held the Lease since)."""
+    started = (status.get("currentRemediation") or {}).get("stepStartedAt")
+    return started is not None and datetime.fromisoformat(started) > when
 
 
 @pytest.fixture
@@ -181,13 +188,12 @@ def test_higher_priority_join_and_a_frozen_replica_never_double_act(
         took = datetime.now(UTC) - timedelta(seconds=time.monotonic() - marks["high_holds"])
 
         def high_mid_step(s: dict[str, Any]) -> bool:
-            current = s.get("currentRemediation") or {}
-            started = current.get("stepStartedAt")
-            return (
-                current.get("step") in ("WaitingPodReady", "WaitingBrokerRegistered", "WaitingUrpZero")
-                and started is not None
-                and datetime.fromisoformat(started) > took
-            )
+            step = (s.get("currentRemediation") or {}).get("step")
+            return step in (
+                "WaitingPodReady",
+                "WaitingBrokerRegistered",
+                "WaitingUrpZero",
+            ) and _step_started_after(s, took)
 
         wait_status(cp, ns, "roll", high_mid_step, timeout=300, what="the high-priority replica mid-broker")
         assert high.proc is not None
@@ -207,7 +213,18 @@ def test_higher_priority_join_and_a_frozen_replica_never_double_act(
                     f"{exc}; holders: {watch.holders}; standby log tail:\n{low.log()[-3000:]}"
                 ) from exc
             marks["low_holds_again"] = watch.holders[-1][0]
-            time.sleep(max(0.0, marks["stop"] + FREEZE_S - time.monotonic()))
+            # The standby carries the roll on: a step of its own starts while the other is frozen.
+            # (Then resume at once: the freeze used to last FREEZE_S in all, ~2 min idle.)
+            low_took = datetime.now(UTC) - timedelta(seconds=time.monotonic() - marks["low_holds_again"])
+            wait_status(
+                cp,
+                ns,
+                "roll",
+                lambda s: _step_started_after(s, low_took) or request_finished("rollingRestarts", "r1")(s),
+                timeout=240,
+                what="the standby taking a roll step of its own",
+            )
+            assert watch.holder() == low_name, watch.holders
         finally:
             os.kill(high.proc.pid, signal.SIGCONT)
         marks["cont"] = time.monotonic()
