@@ -10,15 +10,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
-import fcntl
 import os
 import uuid
-from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from kafka_health._kits import file_lock
 
 LATEST = "latest"
 LOCKS = ".locks"
@@ -128,17 +128,9 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-@contextlib.contextmanager
-def cluster_lock(root: Path, cluster: str) -> Iterator[None]:
+def cluster_lock(root: Path, cluster: str) -> contextlib.AbstractContextManager[None]:
     """Serialises appends, compaction and retention of one cluster (across processes too)."""
-    path = root / LOCKS / f"{escape(cluster)}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return file_lock.exclusive(root / LOCKS / f"{escape(cluster)}.lock")
 
 
 _RENAME_EXCHANGE = 2

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from kafka_health._kits.waiting import WaitTimeout, wait_for
+from kafka_health.testbed.node_process import wait_exit
 
 BINARIES = ("etcd", "kube-apiserver")
 SERVICE_CIDR = "10.0.0.0/24"
@@ -435,24 +436,7 @@ def _bindable(port: int) -> bool:
 def _terminate(pid: int, timeout: float) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    if not _wait_exit(pid, timeout):
+    if not wait_exit(pid, timeout):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        _wait_exit(pid, 10)
-
-
-def _wait_exit(pid: int, timeout: float) -> bool:
-    """Wait for a process to go away (reaping it if it is our child)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError):
-            done, _ = os.waitpid(pid, os.WNOHANG)
-            if done == pid:
-                return True
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-                return True
-        except OSError:
-            return True
-        time.sleep(0.1)
-    return False
+        wait_exit(pid, 10)

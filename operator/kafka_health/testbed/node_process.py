@@ -22,33 +22,22 @@ Three rules keep it from happening:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+from kafka_health._kits import file_lock
 
 
 def node_lock(state_dir: Path, node_id: int) -> contextlib.AbstractContextManager[None]:
     """Held while one actor checks, starts, stops or kills node `node_id` (rule 1)."""
-    return _flock(state_dir / "locks" / f"node-{node_id}.lock")
+    return file_lock.exclusive(state_dir / "locks" / f"node-{node_id}.lock")
 
 
 def state_lock(state_file: Path) -> contextlib.AbstractContextManager[None]:
     """Held while `testbed.json` is read and rewritten (rule 3)."""
-    return _flock(state_file.with_name(state_file.name + ".lock"))
+    return file_lock.exclusive(state_file.with_name(state_file.name + ".lock"))
 
 
 def write_state(state_file: Path, raw: dict[str, object]) -> None:
@@ -131,5 +120,5 @@ def wait_exit(pid: int, timeout: float) -> bool:
                 return True
         except OSError:
             return True
-        time.sleep(0.2)
+        time.sleep(0.1)
     return False
