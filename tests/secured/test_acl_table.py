@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,6 +54,32 @@ IMPLIED_BY = {
 NEVER = ("does not exist", "not found", "Every partition is led by its preferred replica", "EXECUTED:")
 
 
+def binding(row: str, *, kind: Any = None) -> Any:
+    """The AclBinding kafka-acls creates for a row (ALLOW, literal, any host; CLUSTER is
+    `kafka-cluster`), or the AclBindingFilter that matches exactly it (`kind`)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    operation, resource = row.split(" ")
+    restype, name = (
+        (ResourceType.BROKER, "kafka-cluster") if resource == "CLUSTER" else (ResourceType[resource], "*")
+    )
+    return (kind or AclBinding)(
+        restype,
+        name,
+        ResourcePatternType.LITERAL,
+        f"User:{security.APP}",
+        "*",
+        AclOperation[operation],
+        AclPermissionType.ALLOW,
+    )
+
+
 class AclCluster:
     """The cluster, the principal's client.properties, and the admin's oracles."""
 
@@ -63,22 +90,29 @@ class AclCluster:
         self.props = props
         self.bootstrap = tb.require().bootstrap_servers
 
-    def acl(self, verb: str, row: str) -> None:
-        force = ["--force"] if verb == "--remove" else []
-        args = [verb, *force, "--allow-principal", f"User:{security.APP}", *ROWS[row]]
-        done = self.tb.tool("kafka-acls", args)
+    def grant(self, row: str) -> None:
+        """The grant line of docs/policy.md, run with Kafka's own kafka-acls."""
+        done = self.tb.tool("kafka-acls", ["--add", "--allow-principal", f"User:{security.APP}", *ROWS[row]])
         assert done.returncode == 0, done.stderr
 
     @contextmanager
     def without(self, *rows: str) -> Iterator[None]:
-        for row in rows:
-            self.acl("--remove", row)
+        """The rows removed for the block, then granted again: through the Admin API as admin
+        (the grant lines themselves are proven with kafka-acls when the module starts; each tool
+        run is a JVM, 4 per row here)."""
+        from confluent_kafka.admin import AclBindingFilter, AdminClient
+
+        admin = AdminClient(self.tb.librdkafka_config())
+        bindings = [binding(row) for row in rows]
+        filters = [binding(row, kind=AclBindingFilter) for row in rows]
+        for row, deleted in zip(rows, admin.delete_acls(filters, request_timeout=30).values(), strict=True):
+            assert len(deleted.result(30)) == 1, f"{row}: {deleted.result(30)}"
         time.sleep(1)  # the brokers apply ACL changes from the metadata log a moment later
         try:
             yield
         finally:
-            for row in rows:
-                self.acl("--add", row)
+            for created in admin.create_acls(bindings, request_timeout=30).values():
+                created.result(30)
             time.sleep(1)
 
     def leaders(self) -> dict[int, tuple[int, int]]:
@@ -164,7 +198,7 @@ def acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclCluster]:
         assert producer.flush(30) == 0
         c.commit(COMMITTED)
         for row in ROWS:
-            c.acl("--add", row)
+            c.grant(row)
         yield c
     finally:
         next(tb_iter, None)
