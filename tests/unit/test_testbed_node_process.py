@@ -9,6 +9,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed import node_process
 
 
@@ -36,8 +37,11 @@ def test_a_node_process_is_found_by_its_config_file_alone(tmp_path: Path) -> Non
     other = tmp_path / "config" / "broker-11.properties"
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(other)])
     try:
+        found = wait_for(
+            lambda: node_process.find_node_process(other), timeout=10, interval=0.1, what="the sleeper found"
+        )
+        assert found == sleeper.pid, (found, sleeper.poll())
         assert node_process.find_node_process(config) is None  # broker-11 is not broker-1
-        assert node_process.find_node_process(other) == sleeper.pid
         assert node_process.running_pid(None, other) == sleeper.pid
         assert node_process.running_pid(sleeper.pid, config) is None
     finally:
