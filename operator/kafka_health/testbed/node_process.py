@@ -4,9 +4,9 @@ Several processes act on one testbed at once: a test heals its cluster while the
 (a separate process) replaces a deleted pod's broker. Each read `testbed.json`, saw the node
 down and started it, so two JVMs shared one data directory: the second one's KRaft log
 recovery truncated the metadata log under the first (Kafka: "Found record size 0 smaller than
-minimum record overhead"), then could not bind the node's port, and both exited. A combined
-node's metadata log is not locked by Kafka before its controller starts, so nothing else
-stops this.
+minimum record overhead"), then could not bind the node's port, and both exited. Kafka's own
+data-dir lock did not stop the second JVM before it had touched the metadata log (a combined
+node, as CI saw it), so the testbed must never start one.
 
 Three rules keep it from happening:
 1. Starting, stopping and killing a node holds that node's lock (`node_lock`), an `flock` on
