@@ -105,8 +105,9 @@ class AclCluster:
         admin = AdminClient(self.tb.librdkafka_config())
         bindings = [binding(row) for row in rows]
         filters = [binding(row, kind=AclBindingFilter) for row in rows]
-        for row, deleted in zip(rows, admin.delete_acls(filters, request_timeout=30).values(), strict=True):
-            assert len(deleted.result(30)) == 1, f"{row}: {deleted.result(30)}"
+        for wanted, deleted in admin.delete_acls(filters, request_timeout=30).items():
+            matched = deleted.result(30)
+            assert len(matched) == 1, f"{wanted}: {matched}"
         time.sleep(1)  # the brokers apply ACL changes from the metadata log a moment later
         try:
             yield
