@@ -32,75 +32,91 @@ def test_the_session_can_reuse_plans(spark: SparkSession) -> None:
     assert reuse.available(spark)
 
 
-@pytest.mark.parametrize(
-    ("one_partition", "large"),
-    [(True, False), (True, True), (False, False)],
-    ids=["one-partition", "one-partition-large", "partitioned"],
-)
+class Variant:
+    """One way of running a policy's reused plans, with windows of its own over the shared store."""
+
+    def __init__(self, spark: SparkSession, root: Path, one_partition: bool) -> None:
+        self.one_partition = one_partition
+        self.windows = SlotWindows(spark, str(root), CLUSTER)
+        self.plans = reuse.ReusedPlans(spark, one_partition=one_partition)
+        self.warm_jobs: list[int] = []
+        self.kept_plans: list[object] | None = None
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["one-partition-and-partitioned", "one-partition-large"])
 def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
-    spark: SparkSession,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    one_partition: bool,
-    large: bool,
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, large: bool
 ) -> None:
     """In one partition (plans with no shuffle, run without jobs) and partitioned (shuffles, run
-    as jobs), alike; and in one partition with the cluster taken as large (`Frames.small_cluster`
-    false: small sides hinted to broadcast, checks capped by their exact rows, not a top k)."""
+    as jobs), alike, side by side over the same cycles (one fresh diagnosis from Parquet checks
+    both); and in one partition with the cluster taken as large (`Frames.small_cluster` false:
+    small sides hinted to broadcast, checks capped by their exact rows, not a top k)."""
     if large:
         monkeypatch.setattr(frames, "SMALL_CLUSTER_PARTITIONS", 0)
     rng = random.Random(20261125)
     store = HistoryStore(tmp_path)
-    windows = SlotWindows(spark, str(tmp_path), CLUSTER)
-    plans = reuse.ReusedPlans(spark, one_partition=one_partition)
+    variants = [Variant(spark, tmp_path, True)] + ([] if large else [Variant(spark, tmp_path, False)])
     offsets: dict[tuple[str, int], int] = {}
     now = START
     thresholds = SMALL
     cycles = 10
     checked = 0
-    kept_plans = None
     tracker = spark.sparkContext.statusTracker()
-    warm_jobs: list[int] = []
     try:
         for cycle in range(cycles):
             now += timedelta(seconds=rng.choice([30, 60, 240]))
             snap = _snapshot(rng, now, offsets)
             written = store.append(snap)
-            jobs_before = max(tracker.getJobIdsForGroup(None) or [0])
-            windows.record(written.tables, now)
             if cycle == 4:  # the worker's maintenance: the windows read Parquet again
                 store.compact(CLUSTER)
-                windows.invalidate()
             if cycle == cycles // 2:
                 thresholds = OTHER
-            reused = run_diagnosis(snap, tmp_path, thresholds, spark, windows=windows, plans=plans)
-            if cycle in (2, 3, 7, 8):  # (warm: neither a new build nor a Parquet read)
-                warm_jobs.append(max(tracker.getJobIdsForGroup(None) or [0]) - jobs_before)
             fresh = run_diagnosis(snap, tmp_path, thresholds, spark)  # (from Parquet)
-            assert reused.findings == fresh.findings, f"cycle {cycle} at {now}"
-            assert reused.summary == fresh.summary, f"cycle {cycle} at {now}"
             checked += len(fresh.findings)
-            if cycle == 2:
-                kept_plans = [p.top for p in plans._checks]
-            if cycle == 3:
-                assert [p.top for p in plans._checks] == kept_plans, "the planned plans are the same objects"
-                prepared = [p for c in plans._checks for p in (c.top, c.exact) if p is not None]
-                prepared += [plans._summary] + [p for _, p in plans._materialized + plans._samples]
-                rerun = {bool(p.reused()) for p in prepared}
-                assert rerun == {one_partition}, "in one partition every plan runs as its prepared RDD"
-        plans.interrupt("past its deadline")  # (what a cycle past its deadline does)
-        with pytest.raises(reuse.CycleInterrupted, match="past its deadline"):
-            run_diagnosis(snap, tmp_path, thresholds, spark, windows=windows, plans=plans)
+            for v in variants:
+                jobs_before = max(tracker.getJobIdsForGroup(None) or [0])
+                v.windows.record(written.tables, now)
+                if cycle == 4:
+                    v.windows.invalidate()
+                reused = run_diagnosis(snap, tmp_path, thresholds, spark, windows=v.windows, plans=v.plans)
+                if cycle in (2, 3, 7, 8):  # (warm: neither a new build nor a Parquet read)
+                    v.warm_jobs.append(max(tracker.getJobIdsForGroup(None) or [0]) - jobs_before)
+                where = f"cycle {cycle} at {now}, one partition: {v.one_partition}"
+                assert reused.findings == fresh.findings, where
+                assert reused.summary == fresh.summary, where
+                _check_kept_plans(v, cycle)
+        for v in variants:
+            v.plans.interrupt("past its deadline")  # (what a cycle past its deadline does)
+            with pytest.raises(reuse.CycleInterrupted, match="past its deadline"):
+                run_diagnosis(snap, tmp_path, thresholds, spark, windows=v.windows, plans=v.plans)
     finally:
-        plans.close()
+        for v in variants:
+            v.plans.close()
+            v.windows.close()
     assert checked > cycles, "the random cluster had findings to compare"
-    if one_partition:
-        assert warm_jobs == [0, 0, 0, 0], "a warm cycle (windows recorded, checks run) runs no Spark job"
-    else:
-        assert all(warm_jobs), f"Spark jobs per warm cycle: {warm_jobs}"
-    assert plans.builds == 2, "built once, and again when the thresholds changed"
-    held = spark._jvm.io.kafkahealth.spark.Slots.count(plans._slot("partitions"))  # type: ignore[union-attr]
-    assert held == 0, "close() freed the policy's slots (rows or columns)"
+    for v in variants:
+        if v.one_partition:
+            assert v.warm_jobs == [0, 0, 0, 0], (
+                "a warm cycle (windows recorded, checks run) runs no Spark job"
+            )
+        else:
+            assert all(v.warm_jobs), f"Spark jobs per warm cycle: {v.warm_jobs}"
+        assert v.plans.builds == 2, "built once, and again when the thresholds changed"
+        held = spark._jvm.io.kafkahealth.spark.Slots.count(v.plans._slot("partitions"))  # type: ignore[union-attr]
+        assert held == 0, "close() freed the policy's slots (rows or columns)"
+
+
+def _check_kept_plans(v: Variant, cycle: int) -> None:
+    """Cycle 3 runs the very plans cycle 2 ran; in one partition each as its prepared RDD."""
+    plans = v.plans
+    if cycle == 2:
+        v.kept_plans = [p.top for p in plans._checks]
+    if cycle == 3:
+        assert [p.top for p in plans._checks] == v.kept_plans, "the planned plans are the same objects"
+        prepared = [p for c in plans._checks for p in (c.top, c.exact) if p is not None]
+        prepared += [plans._summary] + [p for _, p in plans._materialized + plans._samples]
+        rerun = {bool(p.reused()) for p in prepared}
+        assert rerun == {v.one_partition}, "in one partition every plan runs as its prepared RDD"
 
 
 def test_a_plan_run_without_a_job_stops_when_interrupted(spark: SparkSession) -> None:

@@ -6,7 +6,8 @@ and change members, brokers die and come back, cycles are irregular (some cross 
 the store writes a day's full partition state), the store's maintenance compacts and drops
 old dates now and then (the windows read Parquet again), and the thresholds change once (new
 spans). After every other cycle (and each reload) each window a diagnosis reads is compared, row for row, with the
-same window read from Parquet; at a few cycles the whole diagnosis is compared too.
+same window read from Parquet; at a few cycles the whole diagnosis is compared too. Both kinds
+follow the same cycles, so each Parquet read and diagnosis from Parquet serves both.
 """
 
 from __future__ import annotations
@@ -96,77 +97,94 @@ def _rows(df: DataFrame) -> list[tuple[object, ...]]:
     return sorted((tuple(r) for r in df.collect()), key=repr)
 
 
+Windows = HistoryWindows | SlotWindows
+
+
 def _assert_windows_equal(
-    spark: SparkSession, root: str, windows: HistoryWindows | SlotWindows, t: Thresholds, now: datetime
+    spark: SparkSession, root: str, kinds: dict[str, Windows], t: Thresholds, now: datetime
 ) -> int:
-    """Compare every kept window with Parquet; return how many partition transitions it held."""
+    """Compare every window each kind keeps with Parquet (read once for all kinds); return how
+    many partition transitions a window held."""
     reads = {table: (now - span, now) for table, span in spans(t).items() if table in WINDOW_TABLES}
     recent = now - timedelta(minutes=t.window_minutes)
     # The reads build_frames makes besides the spans: the window proper.
     extra = [("group_samples", recent, now)]
     for table, since, until in [(tb, s, u) for tb, (s, u) in reads.items()] + extra:
-        kept = _rows(windows.past(table, since, until))
         stored = _rows(read_history(spark, root, table, CLUSTER, since, until))
-        assert kept == stored, f"{table} [{since}, {until}) differs after the cycle at {now}"
+        for kind, windows in kinds.items():
+            kept = _rows(windows.past(table, since, until))
+            assert kept == stored, f"{kind}: {table} [{since}, {until}) differs after the cycle at {now}"
     # partition_state is kept as its transitions: equal to those of the records read from Parquet
     # (the window and the day before it, where each record's record before may lie).
     end = now + timedelta(microseconds=1)
-    kept = _rows(windows.transitions(recent, end))
     records = read_history(spark, root, "partition_state", CLUSTER, recent - PRIOR_STATE_LOOKBACK, end)
     stored = _rows(transitions_of(records).where(F.col("ts") >= F.lit(recent)))
-    assert kept == stored, f"partition transitions [{recent}, {end}) differ after the cycle at {now}"
-    return len(kept)
+    for kind, windows in kinds.items():
+        kept = _rows(windows.transitions(recent, end))
+        assert kept == stored, (
+            f"{kind}: partition transitions [{recent}, {end}) differ after the cycle at {now}"
+        )
+    return len(stored)
 
 
-@pytest.mark.parametrize("in_slots", [False, True], ids=["frames", "slots"])
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_windows_kept_in_memory_equal_windows_read_from_parquet(
-    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, in_slots: bool, seed: int
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, seed: int
 ) -> None:
+    """Both kinds of windows follow the same random cycles side by side, each compared with the
+    same Parquet reads (two parametrized runs read Parquet and diagnosed from it twice as often)."""
     rng = random.Random(seed)
     root = tmp_path_factory.mktemp("windows")
     store = HistoryStore(root)
     # Folded every 3 cycles: between maintenance reloads (every 6) the windows are folded and
     # read both right after a fold and with cycles kept beside the base. (Rows in the JVM are
     # kept one chunk per sample time: nothing to fold.)
-    windows: HistoryWindows | SlotWindows = (
-        SlotWindows(spark, str(root), CLUSTER)
-        if in_slots
-        else HistoryWindows(spark, str(root), CLUSTER, fold_every=3)
-    )
+    frames_kept = HistoryWindows(spark, str(root), CLUSTER, fold_every=3)
+    slots = SlotWindows(spark, str(root), CLUSTER)
+    kinds: dict[str, Windows] = {"frames": frames_kept, "slots": slots}
     offsets: dict[tuple[str, int], int] = {}
     now = START
     t = SMALL
     cycles = 16
     transitions = 0
-    for cycle in range(cycles):
-        now += timedelta(seconds=rng.choice([30, 60, 90, 240, 600]))
-        snap = _snapshot(rng, now, offsets)
-        written = store.append(snap)
-        windows.record(written.tables, now)
-        if cycle % 6 == 5:  # the worker's hourly maintenance: files rewritten, windows read again
-            store.compact(CLUSTER)
-            store.apply_retention(1, now, cluster=CLUSTER)
-            windows.invalidate()
-        if cycle == cycles // 2:
-            t = OTHER  # the policy's thresholds changed: new spans
-        windows.prepare(t, now)
-        if cycle % 2 or cycle % 6 == 5 or cycle == cycles // 2:
-            transitions += _assert_windows_equal(spark, str(root), windows, t, now)
-            if isinstance(windows, SlotWindows):  # what fell out of the spans was dropped, no more
+    try:
+        for cycle in range(cycles):
+            now += timedelta(seconds=rng.choice([30, 60, 90, 240, 600]))
+            snap = _snapshot(rng, now, offsets)
+            written = store.append(snap)
+            for windows in kinds.values():
+                windows.record(written.tables, now)
+            if cycle % 6 == 5:  # the worker's hourly maintenance: files rewritten, windows read again
+                store.compact(CLUSTER)
+                store.apply_retention(1, now, cluster=CLUSTER)
+                for windows in kinds.values():
+                    windows.invalidate()
+            if cycle == cycles // 2:
+                t = OTHER  # the policy's thresholds changed: new spans
+            for windows in kinds.values():
+                windows.prepare(t, now)
+            if cycle % 2 or cycle % 6 == 5 or cycle == cycles // 2:
+                transitions += _assert_windows_equal(spark, str(root), kinds, t, now)
+                # Rows in the JVM: what fell out of the spans was dropped, no more.
                 loaded = SlotWindows(spark, str(root), CLUSTER)
                 loaded.prepare(t, now)
-                assert windows.held_rows() == loaded.held_rows(), f"rows held after the cycle at {now}"
+                assert slots.held_rows() == loaded.held_rows(), f"rows held after the cycle at {now}"
                 loaded.close()
-        if cycle in (4, cycles - 1):
-            from_memory = run_diagnosis(snap, root, t, spark, with_summary=False, windows=windows)
-            from_parquet = run_diagnosis(snap, root, t, spark, with_summary=False)
-            assert from_memory.findings == from_parquet.findings
-            assert from_memory.findings, "the random cluster has findings to compare"
-    assert windows.loads >= 3, "maintenance and the new thresholds made the windows read Parquet again"
-    assert isinstance(windows, SlotWindows) or windows.folds > 0, "cycles were folded into the windows' bases"
-    assert transitions, "the random cluster's partitions changed: there were transitions to compare"
+            if cycle in (4, cycles - 1):
+                from_parquet = run_diagnosis(snap, root, t, spark, with_summary=False)
+                assert from_parquet.findings, "the random cluster has findings to compare"
+                for kind, windows in kinds.items():
+                    from_memory = run_diagnosis(snap, root, t, spark, with_summary=False, windows=windows)
+                    assert from_memory.findings == from_parquet.findings, kind
+        for kind, windows in kinds.items():
+            assert windows.loads >= 3, (
+                f"{kind}: maintenance and new thresholds made the windows read Parquet again"
+            )
+        assert frames_kept.folds > 0, "cycles were folded into the windows' bases"
+        assert transitions, "the random cluster's partitions changed: there were transitions to compare"
+    finally:
+        slots.close()
 
 
 def test_windows_read_parquet_once_and_then_fold_cycles_in(spark: SparkSession, tmp_path: Path) -> None:
