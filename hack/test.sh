@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 
 t0=$(date +%s)
-echo "== fetch: Apache Kafka jars (cached)"
+echo "== fetch: Apache Kafka jars and their class archives (cached; 3.9 for the compatibility tests)"
 kafka-health testbed fetch
+kafka-health testbed fetch --kafka-version 3.9.x
 echo "== fetch: etcd, kube-apiserver, kubectl (built from the Go module proxy once, cached)"
 KAFKA_HEALTH_K8S_BIN=$(bash hack/k8s-binaries.sh)
 export KAFKA_HEALTH_K8S_BIN

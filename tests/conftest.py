@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_health.testbed import faults
+from kafka_health.testbed import archive_build, distribution, faults
 from kafka_health.testbed.cluster import Testbed
 from tests import parallel
 
@@ -57,6 +57,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
     state_dir = os.environ.get("KAFKA_HEALTH_TEST_TESTBED_DIR")
     tb = Testbed(Path(state_dir) if state_dir else tmp_path_factory.mktemp("testbed"))
+    archive_build.ensure(distribution.KAFKA_VERSION)  # (built by `make test`'s fetch: a no-op there)
     tb.up(3, int(os.environ.get("KAFKA_HEALTH_TEST_PORT", "29092")))
     yield tb
     if os.environ.get("KAFKA_HEALTH_KEEP_TESTBED") != "1":

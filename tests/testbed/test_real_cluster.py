@@ -6,12 +6,13 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
 
 from kafka_health._kits.waiting import wait_for
-from kafka_health.testbed import faults, node_process
+from kafka_health.testbed import faults, jvm_archive, node_process
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.faults import create_topic
 
@@ -152,3 +153,25 @@ def test_one_jvm_per_node_whoever_starts_it(kafka: Testbed) -> None:
     kafka.start(2, wait=True, timeout=90)
     assert node_jvms(kafka, 2) == jvms
     assert kafka.broker(kafka.require(), 2).pid == jvms[0]
+
+
+def test_nodes_and_tools_map_the_class_archives(kafka: Testbed) -> None:
+    """Every node of the session's cluster maps the `node` archive (`make test`'s fetch built it),
+    and a tool run with `-Xshare:on` (which exits rather than run without it) answers as the
+    same tool run without any archive."""
+    version = kafka.require().kafka_version
+    node_archive, tool_archive = (jvm_archive.archive_path(version, k) for k in jvm_archive.KINDS)
+    assert node_archive is not None and node_archive.exists(), "kafka-health testbed fetch builds it"
+    assert tool_archive is not None and tool_archive.exists()
+    for b in kafka.require().nodes:
+        assert b.pid is not None
+        assert str(node_archive) in Path(f"/proc/{b.pid}/maps").read_text(), f"node {b.id}"
+    command = kafka.tool_command("kafka-metadata-quorum", ["describe", "--status"])
+    assert f"-XX:SharedArchiveFile={tool_archive}" in command
+    mapped = subprocess.run([command[0], "-Xshare:on", *command[1:]], capture_output=True, text=True)
+    plain = [a for a in command if "SharedArchiveFile" not in a and not a.startswith(("-Xshare", "-Xlog"))]
+    unmapped = subprocess.run(plain, capture_output=True, text=True)
+    assert mapped.returncode == unmapped.returncode == 0, (mapped.stderr, unmapped.stderr)
+    assert mapped.stderr == "" and "ClusterId:" in mapped.stdout
+    leader = [line for line in mapped.stdout.splitlines() if line.startswith("LeaderId")]
+    assert leader == [line for line in unmapped.stdout.splitlines() if line.startswith("LeaderId")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kafka_health.testbed import distribution, security
+from kafka_health.testbed import distribution, jvm_archive, security
 from kafka_health.testbed.state import BrokerState, TestbedError, TestbedState
 
 CONTROLLER_PORT_OFFSET = 100
@@ -190,8 +190,10 @@ def java_command(
     heap: str,
     gc: str = "-XX:+UseG1GC",
     extra_jvm: list[str] | None = None,
+    record_classes_to: Path | None = None,
 ) -> list[str]:
-    """A JVM running `main` from this Kafka version's jars, logging through the testbed's config."""
+    """A JVM running `main` from this Kafka version's jars, logging through the testbed's config,
+    mapping the class archive built for it (or recording one: `jvm_archive`)."""
     libs = distribution.ensure_kafka(kafka_version)
     config = state_dir / "config"
     logging_config = (
@@ -206,6 +208,7 @@ def java_command(
         gc,
         "-Djava.awt.headless=true",
         logging_config,
+        *jvm_archive.java_options(kafka_version, main, record_classes_to),
         *(extra_jvm or []),
         "-cp",
         f"{libs}/*",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kafka_health.testbed import distribution, security
+from kafka_health.testbed import archive_build, distribution, security
 from kafka_health.testbed.cluster import DEFAULT_BASE_PORT, Testbed, TestbedError
 from kafka_health.testbed.controlplane import ControlPlane, ControlPlaneError
 
@@ -74,13 +74,17 @@ KafkaVersion = Annotated[
 
 @app.command()
 def fetch(kafka_version: KafkaVersion = None) -> None:
-    """Fetch the pinned Apache Kafka jars into the cache (no-op when cached)."""
+    """Fetch the pinned Apache Kafka jars into the cache and build the class archives the
+    testbed's JVMs map (no-op when cached)."""
     try:
         version = distribution.resolve(kafka_version) if kafka_version else distribution.KAFKA_VERSION
         path = distribution.ensure_kafka(version, quiet=False)
-    except distribution.FetchError as exc:
+        archives = archive_build.ensure(version)
+    except (distribution.FetchError, TestbedError) as exc:
         _fail(exc)
     typer.echo(str(path))
+    for archive in archives:
+        typer.echo(str(archive))
 
 
 @app.command()

@@ -55,6 +55,8 @@ class Testbed:
     def __init__(self, state_dir: Path | None = None) -> None:
         self.state_dir = (state_dir or default_state_dir()).resolve()
         self.state_file = self.state_dir / "testbed.json"
+        # Set only by `archive_build`: this testbed's JVMs record class archives there.
+        self.record_classes_to: Path | None = None
 
     # ---------------------------------------------------------------- state
     def load(self) -> TestbedState | None:
@@ -138,7 +140,14 @@ class Testbed:
         extra_jvm: list[str] | None = None,
     ) -> list[str]:
         return broker_config.java_command(
-            self.require_version(), self.state_dir, main, args, heap=heap, gc=gc, extra_jvm=extra_jvm
+            self.require_version(),
+            self.state_dir,
+            main,
+            args,
+            heap=heap,
+            gc=gc,
+            extra_jvm=extra_jvm,
+            record_classes_to=self.record_classes_to,
         )
 
     def require_version(self) -> str:
