@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import tempfile
 from pathlib import Path
 
 from kafka_health._kits.file_lock import exclusive
 from kafka_health.testbed import distribution, jvm_archive
 from kafka_health.testbed.cluster import Testbed
+from kafka_health.testbed.controlplane import bindable
 from kafka_health.testbed.state import TestbedError
 
 # Where the throwaway cluster looks for free ports: clear of the testbed's defaults (19092+) and
@@ -25,20 +25,11 @@ from kafka_health.testbed.state import TestbedError
 _PORT_RANGE = (33000, 34500)
 
 
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def _free_base_port() -> int:
     """A client port whose controller (+100) and internal (+200) ports are free as well."""
     for _ in range(50):
         base = random.randrange(*_PORT_RANGE)
-        if all(_free(base + offset) for offset in (0, 100, 200)):
+        if all(bindable(base + offset) for offset in (0, 100, 200)):
             return base
     raise TestbedError(f"no free ports in {_PORT_RANGE} to record the class archives")
 

@@ -410,7 +410,7 @@ def _http_ok(url: str) -> bool:
 
 def _free_ports(n: int, prefer: list[int]) -> list[int]:
     """Ports nobody listens on: the preferred ones when still free (a restart keeps its kubeconfig), else fresh."""
-    if len(prefer) == n and all(_bindable(p) for p in prefer):
+    if len(prefer) == n and all(bindable(p) for p in prefer):
         return prefer
     socks = []
     try:
@@ -424,7 +424,8 @@ def _free_ports(n: int, prefer: list[int]) -> list[int]:
             s.close()
 
 
-def _bindable(port: int) -> bool:
+def bindable(port: int) -> bool:
+    """Nobody listens on 127.0.0.1:`port` now (a bind succeeds)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.bind(("127.0.0.1", port))
