@@ -34,6 +34,9 @@ os.environ.setdefault("KAFKA_HEALTH_STRICT_REASONS", "1")
 # JVM through a one-cycle test 23.8 -> 13.5 CPU-s; tests/spark/test_reuse.py with test_windows.py
 # 367 -> 289 CPU-s (docs/testbed.md). Set it empty to run the product's own flags.
 os.environ.setdefault("KAFKA_HEALTH_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# ... and maps the class archive even when it lives long (kafka_health_spark.class_archive): the
+# suite's operators live minutes, its RSS matters less than ~3 CPU-s at each of ~30 starts.
+os.environ.setdefault("KAFKA_HEALTH_SPARK_CLASS_ARCHIVE_LONG_LIVED", "1")
 
 # One control plane per session for every folder that needs it (tests/k8s, tests/ship, …);
 # `--durations-report DIR` (where the run's time went, written to files).

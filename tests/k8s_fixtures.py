@@ -30,6 +30,7 @@ from kubernetes.client.exceptions import ApiException
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
 from kafka_health.testbed.standin import StandIn
+from tests import parallel
 
 
 def _keep() -> bool:
@@ -39,7 +40,9 @@ def _keep() -> bool:
 @pytest.fixture(scope="session")
 def k8s_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     state_dir = os.environ.get("KAFKA_HEALTH_TEST_TESTBED_DIR")
-    cp = ControlPlane(Path(state_dir) if state_dir else tmp_path_factory.mktemp("k8s"))
+    cp = ControlPlane(
+        Path(state_dir) if state_dir else tmp_path_factory.mktemp("k8s"), parallel.control_plane_ports()
+    )
     cp.start()
     yield cp
     if not _keep():

@@ -10,15 +10,17 @@ started once, as in a serial run. What else the workers could share is kept apar
   KAFKA_HEALTH_TEST_PORT, N * WORKER_PORT_STRIDE away from the base, set in os.environ before any
   test, so the fixtures, the `kafka-health` subprocesses and the operator processes tests start
   all see it. The stride is larger than the widest offset: no two workers' clusters share a port.
-  Servers a test starts on the side take ports from the block's rest (SERVICE_PORTS).
+  Servers a test starts on the side (control planes, operators' metrics and health endpoints, a
+  Spark Connect server) and the ports tests hold closed take ports from the block's rest
+  (SERVICE_PORTS): nothing the suite starts listens in the kernel's ephemeral range, where the
+  drivers' own one-time sockets (PySpark's result server) are.
   A base below the kernel's ephemeral port range (the default 29092) keeps every worker below
   it: the workers step down (29092, 25892, 22692, …), since in that range an outgoing connection
   can take a stopped broker's port and the broker cannot start again (the testbed CLI warns of
   it). Any other base steps up (50092, 53292, …).
 - State. KAFKA_HEALTH_TEST_TESTBED_DIR, when set, becomes <dir>/gwN (each worker its own
   cluster, control plane and pod stand-in there). Temporary dirs are per worker already
-  (pytest's basetemp gets a popen-gwN child); the control plane and the operators' metrics and
-  health ports are picked free by the kernel.
+  (pytest's basetemp gets a popen-gwN child).
 - Order. Files run longest first (FILE_SECONDS, measured): the longest file must not be the
   last one a worker picks up. Files not in the table keep their collection order, after them.
 """
@@ -75,6 +77,12 @@ def service_port(environ: MutableMapping[str, str] = os.environ) -> int:
                 continue
         return port
     raise RuntimeError(f"no free port in {base}+{SERVICE_PORTS.start}..{SERVICE_PORTS.stop - 1}")
+
+
+def control_plane_ports(environ: MutableMapping[str, str] = os.environ) -> list[int]:
+    """Three service ports for a control plane the suite starts in its own process (etcd's
+    client and peer ports, the API server's; `ControlPlane(..., ports=...)`)."""
+    return [service_port(environ) for _ in range(3)]
 
 
 def ephemeral_low(range_file: Path = EPHEMERAL_RANGE_FILE) -> int | None:

@@ -6,15 +6,22 @@ jars. With HotSpot's dynamic AppCDS (JDK 13+) one JVM writes the classes it load
 exit (`-XX:ArchiveClassesAtExit`) and later JVMs map that file (`-XX:SharedArchiveFile`).
 Measured on the project machine (bench/oneshot_bench.py, docs/diagnostics.md "One-shot"):
 a Python process starting Spark and running one job took 7.6 s without it, 4.9 s with it.
-Only the short-lived JVM of `kafka-health diagnose` maps it: in the operator's long-lived JVM
-the mapped archive raised the peak RSS of a 10k-partition cycle from 1,415 to 2,003 MiB
-(bench/diagnose_bench.py --mode operator), to save ~4 s once at start.
 
-The archive is only valid for the JDK and the jars that wrote it, so its name carries a digest
-of both (Spark's version and jar list, the `java` binary and its `release` file). The JVM checks
-it again when mapping it and, if it does not match, runs without it (`-Xshare:auto`: slower,
-never wrong). It is written by `python -m kafka_health.diagnose.class_archive` (hack/setup.sh,
-the image build), never by a diagnosis: writing it costs ~10 s at the JVM's exit.
+By default only the short-lived JVM of `kafka-health diagnose` maps it: in the operator's
+long-lived JVM the mapped archive raised the peak RSS of a 10k-partition cycle from 1,415 to
+2,003 MiB (bench/diagnose_bench.py --mode operator), to save ~3 s once at start.
+`KAFKA_HEALTH_SPARK_CLASS_ARCHIVE_LONG_LIVED=1` maps it in long-lived JVMs too, for operators
+that live minutes, not days (the test suite's: a driver's start and first job 6.1 -> 3.1 CPU-s).
+
+A JVM only maps an archive written with the same class path before its own, so every local
+driver JVM, short- or long-lived, has the plan jar (`plan_jar`) first on its class path, and
+the archive holds the classes of both ways of diagnosing (the CLI's, and the operator's reused
+plans). The archive is only valid for the JDK and the jars that wrote it, so its name carries a
+digest of them (Spark's version and jar list, the plan jar's path, which is keyed by its
+sources, the `java` binary and its `release` file). The JVM checks it again when mapping it and,
+if it does not match, runs without it (`-Xshare:auto`: slower, never wrong). It is written by
+`python -m kafka_health.diagnose.class_archive` (hack/setup.sh, the image build), never by a
+diagnosis: writing it costs ~10 s at the JVM's exit.
 
 `KAFKA_HEALTH_SPARK_CLASS_ARCHIVE` overrides the path (the image sets one inside itself);
 `off` disables the archive.
@@ -27,7 +34,10 @@ import os
 import shutil
 from pathlib import Path
 
+from kafka_health_spark import plan_jar
+
 ENV = "KAFKA_HEALTH_SPARK_CLASS_ARCHIVE"
+LONG_LIVED_ENV = "KAFKA_HEALTH_SPARK_CLASS_ARCHIVE_LONG_LIVED"
 # The JVM's own log lines go to stderr: by default they go to stdout, where `diagnose -o json`
 # writes its report (an archive that does not match would print a warning there).
 JVM_LOG_TO_STDERR = "-Xlog:disable -Xlog:all=warning:stderr"
@@ -42,15 +52,8 @@ def _java() -> Path | None:
     return Path(found).resolve() if found and Path(found).exists() else None
 
 
-def _spark_jars() -> Path:
-    import pyspark
-
-    home = os.environ.get("SPARK_HOME")
-    return Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
-
-
 def fingerprint() -> str | None:
-    """A digest of the JDK and Spark jars an archive belongs to (None: no java found)."""
+    """A digest of the JDK and the jars an archive belongs to (None: no java found)."""
     import pyspark
 
     java = _java()
@@ -61,7 +64,8 @@ def fingerprint() -> str | None:
     release = java.parent.parent / "release"
     if release.exists():
         digest.update(release.read_bytes())
-    jars = _spark_jars()
+    digest.update(f"{plan_jar.jar_path()}\n".encode())
+    jars = plan_jar.spark_jars()
     if jars.is_dir():
         digest.update(f"{jars.resolve()}\n".encode())
         digest.update("\n".join(sorted(p.name for p in jars.glob("*.jar"))).encode())
@@ -92,3 +96,8 @@ def java_options(record_to: Path | None = None) -> str:
     if path is not None and path.is_file():
         return f"{JVM_LOG_TO_STDERR} -Xshare:auto -XX:SharedArchiveFile={path}"
     return JVM_LOG_TO_STDERR
+
+
+def wanted_in_long_lived_jvms() -> bool:
+    """Whether long-lived driver JVMs map the archive too (`LONG_LIVED_ENV`; off by default)."""
+    return os.environ.get(LONG_LIVED_ENV, "").strip().lower() in ("1", "true", "on", "yes")

@@ -24,8 +24,6 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from kafka_health_spark.class_archive import _spark_jars
-
 log = logging.getLogger(__name__)
 
 ENV = "KAFKA_HEALTH_SPARK_JAR"
@@ -37,6 +35,14 @@ COMPILE_TIMEOUT_S = 300
 # and `classfile` (Arrow's class files annotated with a checker-framework annotation pyspark does
 # not ship).
 JAVAC_FLAGS = ("--release", "17", "-Xlint:all,-path,-classfile", "-Werror")
+
+
+def spark_jars() -> Path:
+    """The jars of the Spark this process runs ($SPARK_HOME/jars, else pyspark's own)."""
+    import pyspark
+
+    home = os.environ.get("SPARK_HOME")
+    return Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
 
 
 def _sources() -> list[Path]:
@@ -89,7 +95,7 @@ def build(target: Path | None = None) -> Path:
         classes = Path(tmp) / "classes"
         classes.mkdir()
         compiled = subprocess.run(
-            [javac, *JAVAC_FLAGS, "-d", str(classes), "-cp", f"{_spark_jars()}/*", *map(str, _sources())],
+            [javac, *JAVAC_FLAGS, "-d", str(classes), "-cp", f"{spark_jars()}/*", *map(str, _sources())],
             capture_output=True,
             text=True,
             check=False,
@@ -98,7 +104,7 @@ def build(target: Path | None = None) -> Path:
         if compiled.returncode != 0:
             raise RuntimeError(
                 f"javac ({jdk_version()}) failed to compile the Spark plan jar's sources against "
-                f"Spark's jars ({_spark_jars()}):\n{compiled.stdout}{compiled.stderr}"
+                f"Spark's jars ({spark_jars()}):\n{compiled.stdout}{compiled.stderr}"
             )
         target.parent.mkdir(parents=True, exist_ok=True)
         # Written beside the target, then renamed: processes building at once never see half a jar.
@@ -113,6 +119,12 @@ def build(target: Path | None = None) -> Path:
         finally:
             partial.unlink(missing_ok=True)
     return target
+
+
+def existing() -> Path | None:
+    """The jar if it is built, never building it (a one-shot JVM must not wait for javac)."""
+    path = jar_path()
+    return path if path.is_file() else None
 
 
 def ensure() -> Path | None:

@@ -56,8 +56,9 @@ with Janino costs more than interpreting a run's rows). Measured with bench/ones
 and on a saved 100k-partition snapshot (same findings; docs/diagnostics.md "Performance").
 
 A short-lived JVM also maps the class archive when one was built for its JDK and Spark
-(`class_archive`): half of a cold start is loading classes. A long-lived one does not: the
-mapped archive costs its RSS more than the seconds it saves once.
+(`class_archive`): half of a cold start is loading classes. A long-lived one does not, unless
+asked (`KAFKA_HEALTH_SPARK_CLASS_ARCHIVE_LONG_LIVED=1`): the mapped archive costs its RSS more
+than the seconds it saves once.
 
 `KAFKA_HEALTH_SPARK_JAVA_OPTIONS` adds the user's own options to every driver JVM this process
 starts, after these (HotSpot takes the last of two conflicting flags). The test suite sets
@@ -202,22 +203,30 @@ def _jvm_settings(
 def _our_jvm_settings(
     target: str, runtime: dict[str, str], short_lived: bool, record_classes_to: Path | None
 ) -> tuple[str, dict[str, str]]:
-    """A short-lived local JVM maps the class archive; a long-lived one gets the plan jar (or
-    the options for rebuilt plans)."""
+    """A short-lived local JVM maps the class archive; a long-lived one gets the options for
+    reused plans (or for rebuilt ones without the plan jar). Every local JVM this call starts
+    has the plan jar on its class path: the one class archive then fits both kinds."""
     java_options = f"-Dlog4j2.configurationFile={_log4j_config().as_uri()} {EXIT_ON_OUT_OF_MEMORY}"
-    starts_jvm = SparkContext._active_spark_context is None  # else the running one is reused
-    if short_lived and starts_jvm and target.startswith("local"):
+    starts_local_jvm = SparkContext._active_spark_context is None and target.startswith("local")
+    if short_lived and starts_local_jvm:
         java_options += f" {class_archive.java_options(record_classes_to)} {SHORT_LIVED_JAVA_OPTIONS}"
-        return java_options, {**SHORT_LIVED_CONF, **runtime}
-    # No class archive for a JVM that lives for days: mapped, it added ~590 MiB to the
-    # operator's peak RSS at 10k partitions (2,003 vs 1,415 MiB) to save ~4 s once at start.
-    java_options += f" {class_archive.JVM_LOG_TO_STDERR} {LONG_LIVED_JAVA_OPTIONS}"
+        # Only a jar already built: a one-shot JVM never waits for javac.
+        return java_options, {**_with_jar(plan_jar.existing()), **SHORT_LIVED_CONF, **runtime}
+    # No class archive by default for a JVM that lives for days: mapped, it added ~590 MiB to the
+    # operator's peak RSS at 10k partitions (2,003 vs 1,415 MiB) to save ~3 s once at start.
+    archive = class_archive.wanted_in_long_lived_jvms() and starts_local_jvm
+    java_options += f" {class_archive.java_options() if archive else class_archive.JVM_LOG_TO_STDERR}"
+    java_options += f" {LONG_LIVED_JAVA_OPTIONS}"
     # The slot data source a policy's reused plans read (`reuse`); only a local master's
     # tasks share the driver's JVM, where the slots are.
-    jar = plan_jar.ensure() if starts_jvm and target.startswith("local") else None
+    jar = plan_jar.ensure() if starts_local_jvm else None
     if jar is not None:
-        return java_options, {"spark.driver.extraClassPath": str(jar), **runtime}
+        return java_options, {**_with_jar(jar), **runtime}
     return java_options + f" {REBUILT_PLANS_JAVA_OPTIONS}", runtime
+
+
+def _with_jar(jar: Path | None) -> dict[str, str]:
+    return {"spark.driver.extraClassPath": str(jar)} if jar is not None else {}
 
 
 def _embedded_or_cluster(

@@ -14,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed.controlplane import ControlPlane, ControlPlaneError, find_binaries
+from tests import parallel
 
 pytestmark = pytest.mark.k8s
 
@@ -246,7 +247,7 @@ def test_rbac_is_enforced_for_a_service_account_token(
 
 def test_control_plane_restarts_warm_with_its_data(tmp_path: Path, k8s_control_plane: ControlPlane) -> None:
     """A second control plane (its own dir): a restart keeps etcd's data, and start is idempotent."""
-    cp = ControlPlane(tmp_path)
+    cp = ControlPlane(tmp_path, parallel.control_plane_ports())
     try:
         cp.start()
         with cp.api_client() as api:

@@ -29,6 +29,7 @@ from kafka_health.testbed import faults, security
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.controlplane import ControlPlane
 from kafka_health.testbed.standin import StandIn
+from tests import parallel
 from tests.k8s.conftest import apply_crds
 from tests.k8s.operator_process import (
     OperatorProcess,
@@ -125,7 +126,7 @@ def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     tmp = tmp_path_factory.mktemp(f"op-remediate-{mode}")
     tb_iter = secured_testbed(tmp / "tb", mode, port_key=f"operator-remediation:{mode}", brokers=3)
     tb = next(tb_iter)
-    cp = ControlPlane(tb.state_dir)
+    cp = ControlPlane(tb.state_dir, parallel.control_plane_ports())
     standin = StandIn(tb.state_dir, cp.kubeconfig)
     op: OperatorProcess | None = None
     ident: Any = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import socket
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from kafka_health.testbed.cluster import Testbed
-from kafka_health.testbed.controlplane import ControlPlane, process_cmdline
+from kafka_health.testbed.controlplane import ControlPlane, control_plane_ports, process_cmdline
 from kafka_health.testbed.pod_layout import NAMESPACE
 from kafka_health.testbed.standin import StandIn
 
@@ -29,29 +29,17 @@ def cli(state_dir: Path, *args: str, timeout: float = 240) -> subprocess.Complet
     )
 
 
-def free_base_port() -> int:
-    """A client port p with p and p+100 (the controller port) both free."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + 100 > 65535:
-            continue
-        with socket.socket() as a, socket.socket() as b:
-            try:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port + 100))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port pair")
+# From KAFKA_HEALTH_TEST_PORT (tests/parallel.py), as tests/k8s/test_controller_pods.py: a module
+# of its own, so the two never run at once; control plane +2390..+2392, controller +2400.
+PORT_OFFSET = 2300
 
 
 def test_up_k8s_env_status_down(tmp_path: Path) -> None:
     state_dir = tmp_path / "tb"
     started: list[int | None] = []
     try:
-        out = cli(state_dir, "up", "--k8s", "--brokers", "1", "--base-port", str(free_base_port()))
+        base = int(os.environ.get("KAFKA_HEALTH_TEST_PORT", "29092")) + PORT_OFFSET
+        out = cli(state_dir, "up", "--k8s", "--brokers", "1", "--base-port", str(base))
         assert out.returncode == 0, out.stderr
         bootstrap, kubeconfig = out.stdout.strip().splitlines()
         assert bootstrap == Testbed(state_dir).require().bootstrap_servers
@@ -66,6 +54,9 @@ def test_up_k8s_env_status_down(tmp_path: Path) -> None:
             assert any(line.split()[:2] == [component, "up"] for line in status.splitlines()), status
 
         cp = ControlPlane(state_dir)
+        state = cp.load()  # its ports beside the brokers', below the kernel's ephemeral range
+        assert state is not None
+        assert [state.etcd_port, state.etcd_peer_port, state.api_port] == control_plane_ports(base)
         with cp.api_client() as api:
             core: Any = client.CoreV1Api(api)
             pod = core.read_namespaced_pod("kafka-0", NAMESPACE)

@@ -28,6 +28,7 @@ import pytest
 from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed import security
 from kafka_health.testbed.cluster import Testbed
+from tests import parallel
 from tests.secured.helpers import kafka_health, secured_testbed
 from tests.secured.test_sasl_ssl import _committed
 
@@ -311,7 +312,7 @@ def test_restart_dry_run_passes_with_the_table_and_refuses_hidden_partitions(acl
     from kafka_health.testbed.pod_layout import NAMESPACE
     from kafka_health.testbed.standin import StandIn
 
-    cp = ControlPlane(acl.tb.state_dir)
+    cp = ControlPlane(acl.tb.state_dir, parallel.control_plane_ports())
     standin = StandIn(acl.tb.state_dir, cp.kubeconfig)
     try:
         cp.start()

@@ -11,24 +11,36 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from kafka_health_spark import class_archive
-from kafka_health_spark.class_archive import ENV, JVM_LOG_TO_STDERR, archive_path, java_options
+from kafka_health_spark import class_archive, plan_jar
+from kafka_health_spark.class_archive import (
+    ENV,
+    JVM_LOG_TO_STDERR,
+    LONG_LIVED_ENV,
+    archive_path,
+    java_options,
+)
 
-# A driver JVM started the way `diagnose` starts it, logging where each class came from.
+# A driver JVM started the way `diagnose` starts it (argument "short"), or the operator ("long"),
+# logging where each class came from.
 PROBE = """
 import sys
-from kafka_health_spark import class_archive
+from kafka_health_spark import class_archive, reuse
 class_archive.JVM_LOG_TO_STDERR += " -Xlog:class+load=info:file=" + sys.argv[1]
 from kafka_health_spark.session import get_session
-print(get_session(short_lived=True).range(4).selectExpr("sum(id) AS s").first()["s"])
+spark = get_session(short_lived=sys.argv[2] == "short")
+assert reuse.available(spark)  # the plan jar is on the class path either way
+print(spark.range(4).selectExpr("sum(id) AS s").first()["s"])
 """
 SHARED_TOP = "org.apache.spark.SparkContext source: shared objects file (top)"
+PLAN_JAR_TOP = "io.kafkahealth.spark.Slots source: shared objects file (top)"
 
 
-def _probe(archive: Path, class_log: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, ENV: str(archive)}
+def _probe(
+    archive: Path, class_log: Path, kind: str = "short", long_lived_maps: str = ""
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, ENV: str(archive), LONG_LIVED_ENV: long_lived_maps}
     return subprocess.run(
-        [sys.executable, "-c", PROBE, str(class_log)],
+        [sys.executable, "-c", PROBE, str(class_log), kind],
         capture_output=True,
         text=True,
         timeout=300,
@@ -77,6 +89,11 @@ def test_the_default_archive_is_keyed_by_jdk_and_spark(
         assert path.name.startswith(f"spark-{pyspark.__version__}-") and path.suffix == ".jsa"
         jdks.append(path)
     assert jdks[0] != jdks[1]  # another JDK update: another archive
+    jars = []
+    for name in ("a", "b"):  # another plan jar (its path is keyed by its sources): another archive
+        monkeypatch.setenv(plan_jar.ENV, str(tmp_path / name / "kafka-health-spark.jar"))
+        jars.append(archive_path())
+    assert jars[0] != jars[1] and jdks[1] not in jars
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-such-jdk"))
     monkeypatch.setattr(class_archive.shutil, "which", lambda _: None)
     assert archive_path() is None
@@ -98,10 +115,15 @@ def test_a_built_archive_is_mapped_by_the_next_driver_jvm(tmp_path: Path) -> Non
     assert [p.name for p in target.parent.iterdir()] == ["classes.jsa"]  # no partial file left
     assert built.stdout == ""  # the JVM's logging (hundreds of lines while archiving) went to stderr
 
-    mapped = _probe(target, tmp_path / "classes.log")
-    assert mapped.returncode == 0, mapped.stderr[-3000:]
-    assert mapped.stdout == "6\n"
-    assert SHARED_TOP in (tmp_path / "classes.log").read_text()
+    # A one-shot JVM maps it, the plan jar's classes too; a long-lived one only when asked.
+    for kind, asked, maps in (("short", "", True), ("long", "1", True), ("long", "", False)):
+        log = tmp_path / f"classes-{kind}-{asked}.log"
+        mapped = _probe(target, log, kind, asked)
+        assert mapped.returncode == 0, mapped.stderr[-3000:]
+        assert mapped.stdout == "6\n"
+        loaded = log.read_text()
+        assert (SHARED_TOP in loaded) is maps, (kind, asked)
+        assert (PLAN_JAR_TOP in loaded) is maps, (kind, asked)
 
 
 @pytest.mark.spark

@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from kafka_health_spark import reuse
+from kafka_health_spark import class_archive, plan_jar, reuse
 from kafka_health_spark.session import (
     ALLOCATION_CONF,
     EXIT_ON_OUT_OF_MEMORY,
@@ -22,6 +24,7 @@ from kafka_health_spark.session import (
     SHORT_LIVED_CONF,
     SHORT_LIVED_JAVA_OPTIONS,
     STATUS_RETENTION_CONF,
+    _our_jvm_settings,
     get_session,
 )
 
@@ -129,10 +132,29 @@ def test_spark_keeps_only_the_last_jobs_and_sql_executions(spark: SparkSession) 
     assert executions <= kept_executions
 
 
-def test_a_long_lived_jvm_maps_no_class_archive(spark: SparkSession) -> None:
-    # Mapped, the archive stays in the operator's RSS for days (docs/diagnostics.md "One-shot").
+def test_a_long_lived_jvm_maps_the_class_archive_only_when_asked(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The suite asks (tests/conftest.py): the fixture's JVM has mapped the archive, which it can
+    # only do when its class path starts like the one the archive was written with.
+    assert class_archive.wanted_in_long_lived_jvms()
+    archive = class_archive.archive_path()
+    assert archive is not None and archive.is_file()
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     running = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-    assert not [a for a in running if "SharedArchiveFile" in a or "ArchiveClassesAtExit" in a], running
+    assert f"-XX:SharedArchiveFile={archive}" in running, running
+    process = SparkContext._gateway.proc  # type: ignore[attr-defined]
+    assert str(archive) in Path(f"/proc/{process.pid}/maps").read_text()
     assert "-Xlog:all=warning:stderr" in running  # its own log lines stay off stdout
+    # By default a long-lived JVM maps none: it would stay in the operator's RSS for days
+    # (docs/diagnostics.md "One-shot"). Its settings as if this process started its first JVM:
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
+    for asked, maps in (("", False), ("1", True)):
+        monkeypatch.setenv(class_archive.LONG_LIVED_ENV, asked)
+        options, confs = _our_jvm_settings("local[2]", {}, False, None)
+        assert ("SharedArchiveFile" in options) is maps, options
+        assert confs["spark.driver.extraClassPath"] == str(plan_jar.jar_path())
+    options, confs = _our_jvm_settings("local[2]", {}, True, None)  # a one-shot JVM: the same path
+    assert f"-XX:SharedArchiveFile={archive}" in options
+    assert confs["spark.driver.extraClassPath"] == str(plan_jar.jar_path())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafka_health.testbed.cli import ephemeral_port_warnings
+from kafka_health.testbed.controlplane import control_plane_ports
 
 
 def range_file(tmp_path: Path, text: str) -> Path:
@@ -15,7 +16,7 @@ def range_file(tmp_path: Path, text: str) -> Path:
 
 def test_ports_inside_the_range_warn_once_naming_each(tmp_path: Path) -> None:
     (warning,) = ephemeral_port_warnings(37092, range_file(tmp_path, "32768\t60999\n"))
-    assert "client 37092, controller 37192, inter-broker 37292" in warning
+    assert "client 37092, control plane 37182, controller 37192, inter-broker 37292" in warning
     assert "32768-60999" in warning and "below 32468 or above 60999" in warning
 
 
@@ -23,6 +24,11 @@ def test_only_the_ports_inside_are_named(tmp_path: Path) -> None:
     (warning,) = ephemeral_port_warnings(32600, range_file(tmp_path, "32768 60999"))
     assert "(inter-broker 32800)" in warning
     assert "client 32600" not in warning and "controller 32700" not in warning
+    assert "control plane" not in warning
+
+
+def test_the_control_plane_sits_between_client_and_controller_ports() -> None:
+    assert control_plane_ports(29092) == [29182, 29183, 29184]
 
 
 def test_below_the_range_or_unreadable_is_quiet(tmp_path: Path) -> None:

@@ -12,7 +12,12 @@ import typer
 
 from kafka_health.testbed import archive_build, distribution, security
 from kafka_health.testbed.cluster import DEFAULT_BASE_PORT, Testbed, TestbedError
-from kafka_health.testbed.controlplane import ControlPlane, ControlPlaneError
+from kafka_health.testbed.controlplane import (
+    CONTROL_PLANE_PORT_OFFSET,
+    ControlPlane,
+    ControlPlaneError,
+    control_plane_ports,
+)
 
 if TYPE_CHECKING:
     from kafka_health.testbed.pod_layout import PodLayout
@@ -148,7 +153,7 @@ def up(
             controllers=controllers,
         )
         if k8s:
-            cp = ControlPlane(tb.state_dir)
+            cp = ControlPlane(tb.state_dir, control_plane_ports(base_port))
             cp.start()
             StandIn(tb.state_dir, cp.kubeconfig, layout).start()
     except (TestbedError, distribution.FetchError, ControlPlaneError, StandInError) as exc:
@@ -161,9 +166,10 @@ def up(
 def ephemeral_port_warnings(
     base_port: int, range_file: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")
 ) -> list[str]:
-    """A warning when testbed ports (client from base, controller from base + 100, inter-broker
-    from base + 200) fall in the kernel's ephemeral range: an outgoing connection can take a
-    stopped broker's port, and the broker then cannot start again."""
+    """A warning when testbed ports (client from base, the control plane's from base + 90,
+    controller from base + 100, inter-broker from base + 200) fall in the kernel's ephemeral
+    range: an outgoing connection can take a stopped broker's port, and the broker then cannot
+    start again."""
     try:
         low, high = (int(x) for x in range_file.read_text().split()[:2])
     except (OSError, ValueError):
@@ -172,6 +178,7 @@ def ephemeral_port_warnings(
         f"{name} {port}"
         for name, port in (
             ("client", base_port),
+            ("control plane", base_port + CONTROL_PLANE_PORT_OFFSET),
             ("controller", base_port + 100),
             ("inter-broker", base_port + 200),
         )

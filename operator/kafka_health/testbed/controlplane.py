@@ -26,7 +26,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,8 @@ from kafka_health._kits.waiting import WaitTimeout, wait_for
 from kafka_health.testbed.node_process import wait_exit
 
 BINARIES = ("etcd", "kube-apiserver")
+# etcd's client and peer ports and the API server's, from a testbed's base port (`control_plane_ports`).
+CONTROL_PLANE_PORT_OFFSET = 90
 SERVICE_CIDR = "10.0.0.0/24"
 CONTEXT = "kafka-health-testbed"
 
@@ -100,7 +102,11 @@ def find_binaries() -> Path:
 class ControlPlane:
     """Start, stop and reach the control plane recorded in one state dir."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, ports: Sequence[int] = ()) -> None:
+        """`ports`: etcd's client and peer ports and the API server's, taken when a fresh start
+        finds all three free (`control_plane_ports`); else the kernel picks (a restart keeps the
+        ports it had)."""
+        self.ports = list(ports)
         self.state_dir = state_dir.resolve()
         self.dir = self.state_dir / "k8s"
         self.state_file = self.dir / "controlplane.json"
@@ -138,7 +144,7 @@ class ControlPlane:
         self._ensure_pki()
         self.logs.mkdir(parents=True, exist_ok=True)
         ports = _free_ports(
-            3, prefer=[state.etcd_port, state.etcd_peer_port, state.api_port] if state else []
+            3, prefer=[state.etcd_port, state.etcd_peer_port, state.api_port] if state else self.ports
         )
         state = ControlPlaneState(str(bin_dir), *ports)
         self._save(state)
@@ -406,6 +412,14 @@ def _http_ok(url: str) -> bool:
             return bool(resp.status == 200)
     except (OSError, urllib.error.URLError):
         return False
+
+
+def control_plane_ports(base_port: int) -> list[int]:
+    """The control plane's ports beside a testbed whose client ports start at `base_port`:
+    `base_port` + 90..92, between the brokers' client ports and their controller ports (+100).
+    Below the kernel's ephemeral range with the brokers: a kernel-picked port there can be
+    reached by a client still retrying a server that stopped on it, after another process took it."""
+    return [base_port + CONTROL_PLANE_PORT_OFFSET + i for i in range(3)]
 
 
 def _free_ports(n: int, prefer: list[int]) -> list[int]:
