@@ -18,7 +18,7 @@ driver JVM, short- or long-lived, has the plan jar (`plan_jar`) first on its cla
 the archive holds the classes of both ways of diagnosing (the CLI's, and the operator's reused
 plans). The archive is only valid for the JDK and the jars that wrote it, so its name carries a
 digest of them (Spark's version and jar list, the plan jar's path, which is keyed by its
-sources, the `java` binary and its `release` file). The JVM checks it again when mapping it and,
+sources, and its time and size, the `java` binary and its `release` file). The JVM checks it again when mapping it and,
 if it does not match, runs without it (`-Xshare:auto`: slower, never wrong). It is written by
 `python -m kafka_health.diagnose.class_archive` (hack/setup.sh, the image build), never by a
 diagnosis: writing it costs ~10 s at the JVM's exit.
@@ -64,7 +64,11 @@ def fingerprint() -> str | None:
     release = java.parent.parent / "release"
     if release.exists():
         digest.update(release.read_bytes())
-    digest.update(f"{plan_jar.jar_path()}\n".encode())
+    jar = plan_jar.jar_path()
+    digest.update(f"{jar}\n".encode())
+    if jar.is_file():  # a jar built again (same path) is another jar to the JVM: time and size
+        built = jar.stat()
+        digest.update(f"{built.st_mtime_ns} {built.st_size}\n".encode())
     jars = plan_jar.spark_jars()
     if jars.is_dir():
         digest.update(f"{jars.resolve()}\n".encode())

@@ -143,9 +143,15 @@ def ensure() -> Path | None:
 
 
 def main() -> int:
-    """`python -m kafka_health_spark.plan_jar` (hack/setup.sh, the image): build the jar. Exit 2
+    """`python -m kafka_health_spark.plan_jar` (hack/setup.sh, the image): build the jar unless
+    it is built (its path is keyed by what it is built from; a jar built again is another file to
+    the class archive, which maps only the jars it was written with: `class_archive`). Exit 2
     when there is no JDK (the operator then builds its plans every cycle), 1 when a JDK is here
     but the build fails (a source or Spark change to fix, never to pass unseen)."""
+    built = existing()
+    if built is not None:
+        print(built)
+        return 0
     if shutil.which("javac") is None or shutil.which("jar") is None:
         print("no JDK (javac, jar): no Spark plan jar; plans are built every cycle", file=sys.stderr)
         return 2

@@ -94,6 +94,27 @@ def test_the_default_archive_is_keyed_by_jdk_and_spark(
         monkeypatch.setenv(plan_jar.ENV, str(tmp_path / name / "kafka-health-spark.jar"))
         jars.append(archive_path())
     assert jars[0] != jars[1] and jdks[1] not in jars
+    jar = tmp_path / "b" / "kafka-health-spark.jar"  # the same jar built again: the JVM's checks
+    jar.parent.mkdir()  # of its time and size would refuse the archive, so another archive
+    jar.write_bytes(b"jar")
+    os.utime(jar, ns=(10**18, 10**18))
+    first = archive_path()
+    os.utime(jar, ns=(2 * 10**18, 2 * 10**18))
+    assert len({jars[1], first, archive_path()}) == 3
+
+
+def test_setup_keeps_a_built_plan_jar(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m kafka_health_spark.plan_jar` (setup) leaves a jar that is there as it is: built
+    again, it would no longer be the jar the class archive was written with."""
+    jar = tmp_path / "kafka-health-spark.jar"
+    jar.write_bytes(b"built")
+    os.utime(jar, ns=(10**18, 10**18))
+    monkeypatch.setenv(plan_jar.ENV, str(jar))
+    assert plan_jar.main() == 0
+    assert capsys.readouterr().out == f"{jar}\n"
+    assert jar.stat().st_mtime_ns == 10**18 and jar.read_bytes() == b"built"
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-such-jdk"))
     monkeypatch.setattr(class_archive.shutil, "which", lambda _: None)
     assert archive_path() is None
