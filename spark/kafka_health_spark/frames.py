@@ -200,8 +200,10 @@ class Frames:
     partition_count: int
     group_count: int
     # Set on the frames a policy's reused plans are built over (`kafka_health_spark.reuse`):
-    # `now` read when a plan runs instead of inlined, and materialized frames kept in slots.
+    # `now` read when a plan runs instead of inlined, materialized frames kept in slots, and
+    # whether the plans run in one partition (joins hinted `shuffle_hash`: `hinted_join`).
     now_param: Column | None = field(default=None, repr=False, compare=False)
+    one_partition: bool = field(default=False, repr=False, compare=False)
     materialize_with: Callable[[str, DataFrame], DataFrame] | None = field(
         default=None, repr=False, compare=False
     )
@@ -224,8 +226,14 @@ class Frames:
         """`df` as the small side of a join with the partitions: hinted to broadcast for a
         cluster above `SMALL_CLUSTER_PARTITIONS` (a plain join would shuffle and sort all its
         partitions), left to a plain join for a small one, where the broadcast is the costlier
-        part (one more Spark job: a warm 10k cycle ran 4 % less CPU without the hints)."""
-        return df if self.small_cluster else F.broadcast(df)
+        part (one more Spark job: a warm 10k cycle ran 4 % less CPU without the hints). In one
+        partition the join hashes its smaller side instead (`join`): no broadcast."""
+        return df if self.small_cluster or self.one_partition else F.broadcast(df)
+
+    def join(self, left: DataFrame, right: DataFrame, on: str | list[str], how: str = "inner") -> DataFrame:
+        """`left.join(right, on, how)`, as a shuffled hash join when these frames' plans run in
+        one partition (`hinted_join`)."""
+        return hinted_join(left, right, on, how, hashed=self.one_partition)
 
     def shared(
         self, name: str, build: Callable[[Frames], DataFrame], *, materialize: bool = False
@@ -260,9 +268,24 @@ class Frames:
                 release_frame(self._materialized.pop())
 
 
-def current_samples(frames: Mapping[str, DataFrame], now: datetime | Column) -> dict[str, DataFrame]:
+def hinted_join(
+    left: DataFrame, right: DataFrame, on: str | list[str], how: str = "inner", *, hashed: bool = False
+) -> DataFrame:
+    """`left.join(right, on, how)`; `hashed`: both sides hinted `shuffle_hash` (Spark's public
+    join hints), for plans that run in one partition (`reuse`). Spark's planner then makes the
+    join a shuffled hash join building the smaller side by the slots' statistics (or the side
+    its type allows), never a sort-merge join, which in one partition sorts both sides whole
+    before a row comes out; the exchanges it plans are coalesced away (`Plans.inOnePartition`)."""
+    if hashed:
+        left, right = left.hint("shuffle_hash"), right.hint("shuffle_hash")
+    return left.join(right, on, how)
+
+
+def current_samples(
+    frames: Mapping[str, DataFrame], now: datetime | Column, *, hashed: bool = False
+) -> dict[str, DataFrame]:
     """The snapshot as one row set per history table, stamped `now` (as the history store writes
-    it): a time, or a column (a reused plan's `now` parameter)."""
+    it): a time, or a column (a reused plan's `now` parameter). `hashed`: see `hinted_join`."""
     ts = (now if isinstance(now, Column) else F.lit(now).cast("timestamp")).alias("ts")
     dirs = (
         frames["log_dirs"]
@@ -274,7 +297,7 @@ def current_samples(frames: Mapping[str, DataFrame], now: datetime | Column) -> 
         )
     )
     brokers = frames["brokers"].select("broker", "alive")
-    broker_samples = brokers.join(dirs, "broker", "left").select(
+    broker_samples = hinted_join(brokers, dirs, "broker", "left", hashed=hashed).select(
         ts,
         F.col("broker").cast("int").alias("broker"),
         F.coalesce(F.col("alive"), F.lit(False)).alias("alive"),
@@ -286,9 +309,9 @@ def current_samples(frames: Mapping[str, DataFrame], now: datetime | Column) -> 
         "partition_state": frames["partitions"].select(ts, "topic", "partition", "leader", "replicas", "isr"),
         "broker_samples": broker_samples,
         "group_samples": frames["groups"].select(ts, "group_id", "state", "members", "member_hash"),
-        "group_offset_samples": frames["group_offsets"]
-        .join(offsets, ["topic", "partition"], "left")
-        .select(
+        "group_offset_samples": hinted_join(
+            frames["group_offsets"], offsets, ["topic", "partition"], "left", hashed=hashed
+        ).select(
             ts, "group_id", "topic", "partition", "committed_offset", "log_start_offset", "log_end_offset"
         ),
     }

@@ -353,8 +353,9 @@ class ReusedPlans:
             group_count=totals.group_count,
             now_param=now_param,
             materialize_with=self._materialize,
+            one_partition=shape.one_partition,
         )
-        samples = current_samples(slot, now_param)
+        samples = current_samples(slot, now_param, hashed=shape.one_partition)
         self._samples = [(self._slot(f"current/{t}"), self._prepare(samples[t])) for t in SAMPLED]
         self._checks = [_CheckPlans(check) for check in selected]
         self._shape = shape

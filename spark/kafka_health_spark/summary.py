@@ -44,13 +44,10 @@ def summary_rows(frames: Frames) -> DataFrame:
         .unionByName(disk.select("broker"))
         .distinct()
     )
-    brokers = (
-        ids.join(frames.brokers.select("broker", "alive"), "broker", "left")
-        .join(hosted, "broker", "left")
-        .join(leadership, "broker", "left")
-        .join(disk, "broker", "left")
-        .fillna(0, subset=["partitions", "leaders", "preferred_leaders"])
-    )
+    brokers = frames.join(ids, frames.brokers.select("broker", "alive"), "broker", "left")
+    for part in (hosted, leadership, disk):
+        brokers = frames.join(brokers, part, "broker", "left")
+    brokers = brokers.fillna(0, subset=["partitions", "leaders", "preferred_leaders"])
 
     offsets = frames.group_offset_samples.where(F.col("committed_offset").isNotNull())
 
@@ -67,7 +64,7 @@ def summary_rows(frames: Frames) -> DataFrame:
         .limit(TOP_GROUPS)
         .select("group_id")
     )
-    lag_series = lag_per_group(offsets.join(top, "group_id", "left_semi")).select(
+    lag_series = lag_per_group(frames.join(offsets, top, "group_id", "left_semi")).select(
         F.lit(LAG).alias("part"),
         F.col("group_id").alias("key"),
         F.unix_micros("ts").alias("us"),

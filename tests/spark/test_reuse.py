@@ -170,8 +170,8 @@ def _slot_frame(spark: SparkSession, name: str, frame: DataFrame) -> DataFrame:
 def test_one_partition_plans_format_only_the_rows_kept_and_hash_their_joins(spark: SparkSession) -> None:
     """In one partition (`Plans.plan(frame, true)`), a top k projects only the k rows it keeps, a
     count over all rows runs below the projection (as `findings.capped` counts a check's rows),
-    and a sort-merge join becomes a hash join with no sort; the rows are those Spark returns for
-    the same frame planned as usual."""
+    and a join hinted as the frames hint it in one partition (`frames.hinted_join`) is a hash join
+    with no sort; the rows are those Spark returns for the same frame planned as usual."""
     from kafka_health_spark.findings import capped, worst_first
 
     jvm = spark._jvm.io.kafkahealth.spark  # type: ignore[union-attr]
@@ -182,7 +182,7 @@ def test_one_partition_plans_format_only_the_rows_kept_and_hash_their_joins(spar
             "test-late/names",
             spark.range(0, 5_000, 3).select(F.col("id").alias("x"), F.lit("y").alias("y")),
         )
-        rows = numbers.join(names, "x", "left").select(
+        rows = frames.hinted_join(numbers, names, "x", "left", hashed=True).select(
             F.lit("check").alias("check"),
             F.when(F.col("x") % 7 == 0, "critical").otherwise("warning").alias("severity"),
             F.lit("partition").alias("subject_kind"),
@@ -217,8 +217,9 @@ def test_one_partition_plans_format_only_the_rows_kept_and_hash_their_joins(spar
 
 
 def test_one_partition_hashes_small_sides_from_the_current_rows(spark: SparkSession) -> None:
-    """In one partition a join with a small side (by the slots' statistics) becomes a shuffled
-    hash join on its smaller side, with no broadcast (a job of its own) and no sort, and the
+    """In one partition a join hinted as the frames hint it (`frames.hinted_join`) is a shuffled
+    hash join on its smaller side (by the slots' statistics), with no broadcast (a job of its
+    own) and no sort, and the
     snapshot's parts are read as Arrow columns (`Slots.putColumns`). The same prepared plan, run
     again after its slots changed (keys unique, then repeated, then no rows at all), returns what
     Spark returns for the frame planned as usual every time: nothing in the prepared plan assumes
@@ -249,12 +250,17 @@ def test_one_partition_hashes_small_sides_from_the_current_rows(spark: SparkSess
         put("test-local/big", list(range(20_000)), "v", big_schema)
         put("test-local/small", list(range(0, 300, 3)), "w", small_schema)
 
-        def frames() -> list[DataFrame]:  # (new frames: a frame run again keeps its shuffles' rows)
+        def joined() -> list[DataFrame]:  # (new frames: a frame run again keeps its shuffles' rows)
             big, small = read("test-local/big", big_schema), read("test-local/small", small_schema)
-            return [big.join(small, "k", "left"), big.join(small, "k"), small.join(big, "k")]
+            join = frames.hinted_join
+            return [
+                join(big, small, "k", "left", hashed=True),
+                join(big, small, "k", hashed=True),
+                join(small, big, "k", hashed=True),
+            ]
 
         plans = [
-            jvm.PreparedPlan.of(spark._jsparkSession, jvm.Plans.plan(df._jdf, True), True) for df in frames()
+            jvm.PreparedPlan.of(spark._jsparkSession, jvm.Plans.plan(df._jdf, True), True) for df in joined()
         ]
         for plan in plans:
             text = plan.describe()
@@ -263,7 +269,7 @@ def test_one_partition_hashes_small_sides_from_the_current_rows(spark: SparkSess
             assert "BroadcastExchange" not in text and "SortMergeJoin" not in text, text
         for keys in (list(range(0, 300, 3)), [1, 1, 1, 5, 5, 19_999], []):
             put("test-local/small", keys, "w", small_schema)
-            for df, plan in zip(frames(), plans, strict=True):
+            for df, plan in zip(joined(), plans, strict=True):
                 got = sorted(tuple(r) for r in DataFrame(plan.run(spark._jsparkSession), spark).collect())
                 want = sorted(tuple(r) for r in df.collect())
                 assert got == want, f"keys {keys[:6]}"

@@ -91,12 +91,8 @@ SHAPES: list[tuple[str, str, int]] = [
     ("org.apache.spark.sql.execution.QueryExecution", "executedPlan", 0),
     ("org.apache.spark.sql.execution.SparkPlan", "execute", 0),
     ("org.apache.spark.sql.execution.SparkPlan", "executeCollect", 0),
-    ("org.apache.spark.sql.execution.SparkPlan", "logicalLink", 0),
     ("org.apache.spark.sql.execution.SparkPlan", "withNewChildren", 1),
-    # the physical rewrites (Plans.withoutBroadcasts, hashJoins, projectLate, inOnePartition)
-    ("org.apache.spark.sql.execution.joins.BroadcastHashJoinExec", "isNullAwareAntiJoin", 0),
-    ("org.apache.spark.sql.execution.joins.ShuffledHashJoinExec", "<init>", 8),
-    ("org.apache.spark.sql.execution.joins.SortMergeJoinExec", "isSkewJoin", 0),
+    # the physical rewrites (Plans.withoutBroadcasts, projectLate, inOnePartition)
     ("org.apache.spark.sql.execution.joins.CartesianProductExec", "<init>", 3),
     ("org.apache.spark.sql.execution.CoalesceExec", "<init>", 2),
     ("org.apache.spark.sql.execution.ProjectExec", "<init>", 2),

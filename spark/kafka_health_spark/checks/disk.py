@@ -100,8 +100,7 @@ def disk_time_to_full(frames: Frames, t: Thresholds) -> DataFrame:
         .where((F.col("samples") >= t.disk_min_samples) & (F.col("bytes_per_second") > 0))
     )
     df = (
-        disk_now(frames)
-        .join(growth, "broker")
+        frames.join(disk_now(frames), growth, "broker")
         .withColumn(
             "hours_to_full",
             F.greatest(F.col("free_bytes"), F.lit(0)) / F.col("bytes_per_second") / 3600,

@@ -30,7 +30,8 @@ def _build_topics(frames: Frames) -> DataFrame:
     rf = frames.partitions.groupBy("topic").agg(
         F.max(F.size("replicas")).alias("rf"), F.count(F.lit(1)).alias("partitions")
     )
-    return rf.join(frames.topic_configs, "topic", "left").withColumnRenamed("min_insync_replicas", "min_isr")
+    with_configs = frames.join(rf, frames.topic_configs, "topic", "left")
+    return with_configs.withColumnRenamed("min_insync_replicas", "min_isr")
 
 
 def _evidence() -> dict[str, F.Column]:

@@ -80,11 +80,9 @@ def isr_churn(frames: Frames, t: Thresholds) -> DataFrame:
         F.countDistinct("topic", "partition").alias("partitions"),
     )
     expand_stats = expands.groupBy("broker").agg(F.count(F.lit(1)).alias("expands"))
-    df = (
-        shrink_stats.where(F.col("episodes") >= t.isr_churn_episodes)
-        .join(expand_stats, "broker", "left")
-        .fillna(0, subset=["expands"])
-    )
+    df = frames.join(
+        shrink_stats.where(F.col("episodes") >= t.isr_churn_episodes), expand_stats, "broker", "left"
+    ).fillna(0, subset=["expands"])
     return finding_rows(
         df,
         check="isr_churn",

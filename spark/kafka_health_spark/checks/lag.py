@@ -116,7 +116,7 @@ def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
         F.col("burrow").isin("OK", "WARN") & (F.col("lag") >= t.lag_critical_messages), F.lit("CRITICAL_LAG")
     ).otherwise(F.col("burrow"))
     return (
-        current.join(members, "group_id", "left")
+        frames.join(current, members, "group_id", "left")
         .withColumn("burrow", burrow)
         .withColumn("status", status)
         .drop("burrow")
@@ -222,9 +222,9 @@ def offset_out_of_range(frames: Frames, t: Thresholds) -> DataFrame:
     """Committed offsets outside [log start, log end]: retention deleted the data under the
     group, or the topic was recreated. The consumer falls back to auto.offset.reset; an
     explicit reset makes that choice deliberate."""
+    committed = frames.group_offsets.where(F.col("committed_offset").isNotNull())
     df = (
-        frames.group_offsets.where(F.col("committed_offset").isNotNull())
-        .join(frames.offsets, ["topic", "partition"])
+        frames.join(committed, frames.offsets, ["topic", "partition"])
         .where(
             (F.col("committed_offset") < F.col("log_start_offset"))
             | (F.col("committed_offset") > F.col("log_end_offset"))
@@ -269,14 +269,16 @@ def offset_expiry(frames: Frames, t: Thresholds) -> DataFrame:
     committed = (
         frames.group_offsets.where(F.col("committed_offset").isNotNull()).select("group_id").distinct()
     )
-    empty_now = frames.groups.where(F.col("state") == "Empty").select("group_id").join(committed, "group_id")
+    empty_now = frames.join(
+        frames.groups.where(F.col("state") == "Empty").select("group_id"), committed, "group_id"
+    )
     activity = frames.group_activity.groupBy("group_id").agg(
         F.max(F.when(~F.col("state").isin("Empty", "Dead"), F.col("ts"))).alias("last_active"),
         F.min("ts").alias("first_seen"),
     )
     now = frames.now_col
     df = (
-        empty_now.join(activity, "group_id", "left")
+        frames.join(empty_now, activity, "group_id", "left")
         .withColumn("empty_since", F.coalesce("last_active", "first_seen", now))
         # Never seen active in the history: empty at least since the first sample (a lower bound).
         .withColumn("lower_bound", F.col("last_active").isNull().cast("int"))

@@ -40,7 +40,7 @@ def leader_imbalance(frames: Frames, t: Thresholds) -> DataFrame:
     )
     # One row per broker on both sides (`per_broker` already partitioned by broker): a plain join.
     df = (
-        per_broker.join(_alive(frames), "broker")
+        frames.join(per_broker, _alive(frames), "broker")
         .withColumn("ratio", F.col("not_preferred") / F.col("preferred_partitions"))
         .where(F.col("ratio") > t.leader_imbalance_ratio)
     )
@@ -92,7 +92,9 @@ def leader_skew(frames: Frames, t: Thresholds) -> DataFrame:
     per_broker = leadership_per_broker(frames).select(
         "broker", "leaders", F.col("preferred_led").alias("preferred")
     )
-    counts = _alive(frames).join(per_broker, "broker", "left").fillna(0, subset=["leaders", "preferred"])
+    counts = frames.join(_alive(frames), per_broker, "broker", "left").fillna(
+        0, subset=["leaders", "preferred"]
+    )
     stats = counts.agg(*_spread("leaders"), *_spread("preferred"))
 
     def tolerated(name: str) -> F.Column:

@@ -92,9 +92,8 @@ def quorum_voter_lagging(frames: Frames, t: Thresholds) -> DataFrame:
         remediation=F.format_string("check controller %d: process, disk and network to the leader", "voter"),
     )
     alive = frames.brokers.where("alive").select(F.col("broker").alias("voter"))
-    observers = members.where(F.col("observer") & F.coalesce(F.col("behind"), F.lit(False))).join(
-        alive, "voter", "left_semi"
-    )  # a broker that is down is broker_missing's
+    behind = members.where(F.col("observer") & F.coalesce(F.col("behind"), F.lit(False)))
+    observers = frames.join(behind, alive, "voter", "left_semi")  # a broker that is down is broker_missing's
     lagging_observers = finding_rows(
         observers,
         check="quorum_observer_lagging",
@@ -124,11 +123,10 @@ def broker_missing(frames: Frames, t: Thresholds) -> DataFrame:
     )
     listed = frames.brokers.where(~F.col("alive")).select("broker")
     expected = hosting.select("broker").unionByName(seen.select("broker")).unionByName(listed).distinct()
+    gone = frames.join(expected, alive, "broker", "left_anti")
+    gone = frames.join(frames.join(gone, hosting, "broker", "left"), seen, "broker", "left")
     df = (
-        expected.join(alive, "broker", "left_anti")
-        .join(hosting, "broker", "left")
-        .join(seen, "broker", "left")
-        .join(listed.withColumn("fenced", F.lit(True)), "broker", "left")
+        frames.join(gone, listed.withColumn("fenced", F.lit(True)), "broker", "left")
         .fillna(0, subset=["replicas"])
         .fillna(False, subset=["fenced"])
     )

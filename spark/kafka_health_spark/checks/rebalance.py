@@ -39,7 +39,7 @@ def rebalance_storm(frames: Frames, t: Thresholds) -> DataFrame:
     )
     current = frames.groups.select("group_id")
     df = (
-        per_group.join(current, "group_id")
+        frames.join(per_group, current, "group_id")
         .withColumn("fraction", F.col("rebalancing") / F.col("samples"))
         .where(
             (F.col("rebalancing") >= t.rebalance_storm_samples)

@@ -30,9 +30,9 @@ def _with_state(frames: Frames) -> DataFrame:
 def _build_with_state(frames: Frames) -> DataFrame:
     alive = frames.brokers.where("alive").select(F.col("broker").alias("leader"), F.lit(True).alias("_live"))
     configs = frames.topic_configs.select("topic", F.col("min_insync_replicas").alias("min_isr"))
+    with_live = frames.join(frames.partitions, frames.small_side(alive), "leader", "left")
     return (
-        frames.partitions.join(frames.small_side(alive), "leader", "left")
-        .join(frames.small_side(configs), "topic", "left")
+        frames.join(with_live, frames.small_side(configs), "topic", "left")
         .withColumn("rf", F.size("replicas"))
         .withColumn("isr_size", F.size("isr"))
         .withColumn("leader_live", F.coalesce(F.col("_live"), F.lit(False)))

@@ -14,28 +14,13 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.SortOrder;
 import org.apache.spark.sql.catalyst.optimizer.CollapseProject$;
-import org.apache.spark.sql.catalyst.optimizer.BuildLeft$;
-import org.apache.spark.sql.catalyst.optimizer.BuildRight$;
-import org.apache.spark.sql.catalyst.optimizer.BuildSide;
-import org.apache.spark.sql.catalyst.plans.ExistenceJoin;
-import org.apache.spark.sql.catalyst.plans.FullOuter$;
 import org.apache.spark.sql.catalyst.plans.InnerLike;
-import org.apache.spark.sql.catalyst.plans.JoinType;
-import org.apache.spark.sql.catalyst.plans.LeftAnti$;
-import org.apache.spark.sql.catalyst.plans.LeftOuter$;
-import org.apache.spark.sql.catalyst.plans.LeftSemi$;
-import org.apache.spark.sql.catalyst.plans.RightOuter$;
-import org.apache.spark.sql.catalyst.plans.logical.Join;
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
-import org.apache.spark.sql.execution.joins.SortMergeJoinExec;
 import org.apache.spark.sql.execution.ProjectExec;
 import org.apache.spark.sql.execution.window.WindowExec;
 import org.apache.spark.sql.execution.CoalesceExec;
 import org.apache.spark.sql.execution.QueryExecution$;
-import org.apache.spark.sql.execution.joins.BroadcastHashJoinExec;
 import org.apache.spark.sql.execution.joins.BroadcastNestedLoopJoinExec;
 import org.apache.spark.sql.execution.joins.CartesianProductExec;
-import org.apache.spark.sql.execution.joins.ShuffledHashJoinExec;
 import org.apache.spark.sql.execution.CollectLimitExec;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.TakeOrderedAndProjectExec;
@@ -45,7 +30,6 @@ import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
 
 import scala.Option;
-import scala.math.BigInt;
 import scala.jdk.javaapi.CollectionConverters;
 
 /** Plans planned once, to be run again ({@link PreparedPlan}). */
@@ -71,15 +55,15 @@ public final class Plans {
 
   /**
    * {@link #plan}, or when {@code single}: planned, its nested-loop broadcasts taken out (a
-   * broadcast is a job of its own, {@link #withoutBroadcasts}), its joins hashed
-   * ({@link #hashJoins}), its projections moved late ({@link #projectLate}), prepared for
-   * execution, then {@link #inOnePartition}.
+   * broadcast is a job of its own, {@link #withoutBroadcasts}), its projections moved late
+   * ({@link #projectLate}), prepared for execution, then {@link #inOnePartition}. (Its joins are
+   * shuffled hash joins already: the frames hint them so, with Spark's public join hints.)
    */
   public static SparkPlan plan(Dataset<?> frame, boolean single) {
     if (!single) {
       return plan(frame);
     }
-    SparkPlan planned = projectLate(hashJoins(withoutBroadcasts(frame.queryExecution().sparkPlan())));
+    SparkPlan planned = projectLate(withoutBroadcasts(frame.queryExecution().sparkPlan()));
     QueryExecution$ execution = QueryExecution$.MODULE$;
     SparkPlan prepared =
         execution.prepareForExecution(
@@ -89,8 +73,7 @@ public final class Plans {
 
   /**
    * {@code plan} with its inner nested loop joins made cartesian products: in one partition, the
-   * same join without a job to broadcast a side. (Its broadcast hash joins become shuffled hash
-   * joins, {@link #hashJoins}.)
+   * same join without a job to broadcast a side.
    */
   static SparkPlan withoutBroadcasts(SparkPlan plan) {
     List<SparkPlan> children = mapChildren(plan, Plans::withoutBroadcasts);
@@ -98,78 +81,6 @@ public final class Plans {
       return new CartesianProductExec(children.get(0), children.get(1), join.condition());
     }
     return withChildren(plan, children);
-  }
-
-  /**
-   * {@code plan} (planned, not yet prepared) with its sort-merge joins and broadcast hash joins
-   * made shuffled hash joins: in one partition both sides of a sort-merge join are sorted whole
-   * before a row comes out, where a hash join hashes one side and streams the other; and a
-   * broadcast (from a large cluster's hints) would be a job of its own. An inner join builds its
-   * smaller side by the planner's statistics (a slot read with {@code statistics} reports its rows
-   * when planned); other joins the side Spark's planner would (the right, the left for a right
-   * outer join). A hash join holds its build side in memory, without spilling: at a million
-   * partitions measured to fit the chart's driver (docs/diagnostics.md). (A null-aware anti join
-   * has no shuffled form: it keeps Spark's broadcast and runs as a job.)
-   */
-  static SparkPlan hashJoins(SparkPlan plan) {
-    List<SparkPlan> children = mapChildren(plan, Plans::hashJoins);
-    if (plan instanceof BroadcastHashJoinExec join && !join.isNullAwareAntiJoin()) {
-      return new ShuffledHashJoinExec(
-          join.leftKeys(),
-          join.rightKeys(),
-          join.joinType(),
-          join.buildSide(),
-          join.condition(),
-          children.get(0),
-          children.get(1),
-          false);
-    }
-    if (plan instanceof SortMergeJoinExec join && !join.isSkewJoin()) {
-      BuildSide side = buildSide(join.joinType());
-      Option<Join> logical = logical(join);
-      boolean leftSmaller =
-          logical.isDefined() && size(logical.get().left()).compare(size(logical.get().right())) < 0;
-      if (join.joinType() instanceof InnerLike && leftSmaller) {
-        side = BuildLeft$.MODULE$;
-      }
-      if (side != null) {
-        return new ShuffledHashJoinExec(
-            join.leftKeys(),
-            join.rightKeys(),
-            join.joinType(),
-            side,
-            join.condition(),
-            children.get(0),
-            children.get(1),
-            false);
-      }
-    }
-    return withChildren(plan, children);
-  }
-
-  /** The logical join {@code join} was planned from, when it says. */
-  private static Option<Join> logical(SparkPlan join) {
-    Option<LogicalPlan> logical = join.logicalLink();
-    return logical.isDefined() && logical.get() instanceof Join sides ? Option.apply(sides) : Option.empty();
-  }
-
-  private static BigInt size(LogicalPlan side) {
-    return side.stats().sizeInBytes();
-  }
-
-  private static BuildSide buildSide(JoinType type) {
-    if (type instanceof InnerLike
-        || type == LeftOuter$.MODULE$
-        || type == LeftSemi$.MODULE$
-        || type == LeftAnti$.MODULE$
-        || type == FullOuter$.MODULE$
-        || type instanceof ExistenceJoin) {
-      return BuildRight$.MODULE$;
-    }
-    if (type == RightOuter$.MODULE$) {
-      return BuildLeft$.MODULE$;
-    }
-    return null;
   }
 
   /**
