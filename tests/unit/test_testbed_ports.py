@@ -35,3 +35,21 @@ def test_below_the_range_or_unreadable_is_quiet(tmp_path: Path) -> None:
     assert ephemeral_port_warnings(19092, range_file(tmp_path, "32768 60999")) == []
     assert ephemeral_port_warnings(37092, tmp_path / "absent") == []
     assert ephemeral_port_warnings(37092, range_file(tmp_path, "garbage")) == []
+
+
+def test_a_port_left_in_time_wait_is_bindable_a_listened_one_is_not() -> None:
+    """A server stopped a moment ago leaves its connections in TIME_WAIT on its port: servers bind
+    it again (SO_REUSEADDR), so `bindable` says yes; while someone listens, no."""
+    import socket
+
+    from kafka_health.testbed.controlplane import bindable
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = server.accept()
+    assert not bindable(port)
+    accepted.close()  # the server's side closes first: its end of the connection waits in TIME_WAIT
+    server.close()
+    client.close()
+    assert bindable(port)

@@ -439,8 +439,10 @@ def _free_ports(n: int, prefer: list[int]) -> list[int]:
 
 
 def bindable(port: int) -> bool:
-    """Nobody listens on 127.0.0.1:`port` now (a bind succeeds)."""
+    """Nobody listens on 127.0.0.1:`port` now: a bind succeeds the way servers bind
+    (`SO_REUSEADDR`, so connections of a server stopped a moment ago, in TIME_WAIT, do not count)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
