@@ -5,9 +5,12 @@ A roll of all three brokers starts on a low-priority replica. Mid-roll:
 1. a higher-priority replica joins: Kopf peering pauses the first, which takes no further step
    and hands the cluster Lease over; the new one carries the roll on from status;
 2. the active replica is frozen (SIGSTOP, not killed) in the middle of a broker's restart: its
-   Lease expires (TTL 30 s) before peering lets the standby act (60 s), the standby takes the
-   Lease and a roll step of its own; then the frozen replica is resumed, finds its Lease lost
-   before its next step and writes nothing more.
+   Lease expires (TTL 30 s) and Kopf's peering lets the standby act (the record is refreshed
+   every 50-55 s and lives 60 s, so 5-60 s after the freeze), in either order; the standby waits
+   for both, then takes the Lease and a roll step of its own (when the frozen broker was the
+   roll's last, that step is the broker's health check and the roll's end, the Lease taken and
+   released within a second); then the frozen replica is resumed, finds its Lease lost before
+   its next step and writes nothing more.
 
 Throughout: never two broker pods down at once, every broker restarted exactly once (its JVM
 started once more), exactly one BrokerRestarted Event per broker across both replicas. The
@@ -28,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 
 from kafka_health._kits.waiting import WaitTimeout, wait_for
 from kafka_health.testbed import faults
@@ -49,18 +52,6 @@ from tests.k8s.test_operator_e2e import _imbalanced_topic, events_of, policy
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
 
 
-@pytest.fixture(autouse=True)
-def _operators_without_the_class_archive(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This module's operators start without the Spark class archive the suite gives the others
-    (tests/conftest.py). With it they start ~3 s sooner, and the high-priority replica was frozen
-    before Kopf renewed its peering record: peering let the standby act ~6 s before the frozen
-    replica's Lease expired, and in that order the standby took the expired Lease, let it go at
-    once and did not carry the roll on within 185 s (full run of 2026-11-28 01:09). That order is
-    a hand-over bug still open; until it is fixed, this module proves the order it was written
-    for (the Lease expires while peering still pauses the standby)."""
-    monkeypatch.setenv("KAFKA_HEALTH_SPARK_CLASS_ARCHIVE_LONG_LIVED", "0")
-
-
 # How long the standby may take to hold the frozen replica's Lease: longer than the Lease TTL
 # (30 s) plus Kopf's peering lifetime (60 s) plus a cycle, with room for a loaded machine:
 # measured 30-61 s on a quiet one, more than 85 s once in CI, more than 145 s once with three
@@ -69,8 +60,10 @@ TAKEOVER_S = 185
 
 
 class Watch(threading.Thread):
-    """Samples, every 0.25 s: how many broker pods are down (missing, not Ready or terminating),
-    and who holds the cluster Lease (replica annotation), with the time each holder appeared."""
+    """Samples, every 0.25 s, how many broker pods are down (missing, not Ready or terminating);
+    and records who holds the cluster Lease (replica annotation, "-" for none), with the time
+    each holder appeared, from a watch on the Leases: every write, so a holder that finishes
+    the roll and releases the Lease within a sampling interval is still seen."""
 
     def __init__(self, api: client.ApiClient, lock_ns: str, brokers: int) -> None:
         super().__init__(daemon=True)
@@ -82,11 +75,17 @@ class Watch(threading.Thread):
         self.max_down = 0
         self.down_samples: list[tuple[float, int]] = []
         self.holders: list[tuple[float, str]] = []
+        self._leases = threading.Thread(target=self._watch_leases, daemon=True)
 
     def holder(self) -> str | None:
         return self.holders[-1][1] if self.holders else None
 
+    def held_by(self, replica: str, since: float) -> float | None:
+        """When `replica` first held the Lease at or after `since` (monotonic), if it did."""
+        return next((t for t, r in list(self.holders) if r == replica and t >= since), None)
+
     def run(self) -> None:
+        self._leases.start()
         while not self.stopping.wait(0.25):
             try:
                 pods = self.core.list_namespaced_pod("kafka").items
@@ -100,16 +99,36 @@ class Watch(threading.Thread):
                 self.max_down = max(self.max_down, down)
                 if down:
                     self.down_samples.append((time.monotonic(), down))
-                leases = self.coord.list_namespaced_lease(
-                    self.lock_ns, label_selector="kafkahealth.io/lock=cluster"
-                ).items
-                replica = "-"
-                for lease in leases:
-                    replica = (lease.metadata.annotations or {}).get("kafkahealth.io/lock-replica", "-")
-                if not self.holders or self.holders[-1][1] != replica:
-                    self.holders.append((time.monotonic(), replica))
             except Exception:  # a sample lost to a busy API server is no finding
                 continue
+
+    def _watch_leases(self) -> None:
+        version: str | None = None
+        while not self.stopping.is_set():
+            try:
+                stream = watch.Watch().stream(
+                    self.coord.list_namespaced_lease,
+                    self.lock_ns,
+                    label_selector="kafkahealth.io/lock=cluster",
+                    resource_version=version,
+                    timeout_seconds=5,
+                )
+                for event in stream:
+                    lease = event["object"]
+                    version = lease.metadata.resource_version
+                    annotations = lease.metadata.annotations or {}
+                    replica = (
+                        "-"
+                        if event["type"] == "DELETED"
+                        else annotations.get("kafkahealth.io/lock-replica", "-")
+                    )
+                    if not self.holders or self.holders[-1][1] != replica:
+                        self.holders.append((time.monotonic(), replica))
+                    if self.stopping.is_set():
+                        return
+            except Exception:  # the watch ended (expired version, busy server): start it again
+                version = None
+                time.sleep(0.2)
 
 
 def _step_started_after(status: dict[str, Any], when: datetime) -> bool:
@@ -192,11 +211,11 @@ def test_higher_priority_join_and_a_frozen_replica_never_double_act(
         marks["high_ready"] = time.monotonic()
         high_name = replica_of(high)
         wait_for(
-            lambda: watch.holder() == high_name,
+            lambda: watch.held_by(high_name, marks["join"]) is not None,
             timeout=180,
             what="the high-priority replica holding the Lease",
         )
-        marks["high_holds"] = next(t for t, r in watch.holders if r == high_name)
+        marks["high_holds"] = watch.held_by(high_name, marks["join"]) or 0.0
         # 2. Freeze it in the middle of a broker's restart: a wait step it started itself.
         took = datetime.now(UTC) - timedelta(seconds=time.monotonic() - marks["high_holds"])
 
@@ -217,7 +236,7 @@ def test_higher_priority_join_and_a_frozen_replica_never_double_act(
             low_name = replica_of(low)
             try:
                 wait_for(
-                    lambda: watch.holder() == low_name,
+                    lambda: watch.held_by(low_name, marks["stop"]) is not None,
                     timeout=TAKEOVER_S,
                     what="the standby taking the expired Lease while the active replica is frozen",
                 )
@@ -225,8 +244,10 @@ def test_higher_priority_join_and_a_frozen_replica_never_double_act(
                 raise AssertionError(
                     f"{exc}; holders: {watch.holders}; standby log tail:\n{low.log()[-3000:]}"
                 ) from exc
-            marks["low_holds_again"] = watch.holders[-1][0]
-            # The standby carries the roll on: a step of its own starts while the other is frozen.
+            marks["low_holds_again"] = watch.held_by(low_name, marks["stop"]) or 0.0
+            # The standby carries the roll on: a step of its own starts while the other is frozen,
+            # or, when the frozen broker was the roll's last, it checks that broker's health and
+            # ends the roll (Lease taken and released within a fraction of a second).
             # (Then resume at once: the freeze used to last 190 s in all, ~2 min of it idle.)
             low_took = datetime.now(UTC) - timedelta(seconds=time.monotonic() - marks["low_holds_again"])
             wait_status(
@@ -237,7 +258,10 @@ def test_higher_priority_join_and_a_frozen_replica_never_double_act(
                 timeout=240,
                 what="the standby taking a roll step of its own",
             )
-            assert watch.holder() == low_name, watch.holders
+            # Since the standby took over, nobody but the standby held the Lease.
+            assert {r for t, r in watch.holders if t >= marks["low_holds_again"]} <= {low_name, "-"}, (
+                watch.holders
+            )
         finally:
             os.kill(high.proc.pid, signal.SIGCONT)
         marks["cont"] = time.monotonic()
