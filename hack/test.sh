@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 
 t0=$(date +%s)
-echo "== fetch: Apache Kafka jars and their class archives (cached; 3.9 for the compatibility tests)"
+echo "== fetch: Apache Kafka jars and their class archives (cached; 3.9 and 4.1 for the compatibility tests)"
 kafka-health testbed fetch
 kafka-health testbed fetch --kafka-version 3.9.x
+kafka-health testbed fetch --kafka-version 4.1.x
 echo "== fetch: etcd, kube-apiserver, kubectl (built from the Go module proxy once, cached)"
 KAFKA_HEALTH_K8S_BIN=$(bash hack/k8s-binaries.sh)
 export KAFKA_HEALTH_K8S_BIN

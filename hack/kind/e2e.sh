@@ -17,7 +17,7 @@
 #   KIND_CLUSTER_NAME   default kafka-health-e2e
 #   KIND_VERSION        kind to `go install` when kind is not on PATH (default v0.33.0)
 #   IMAGE               operator image to build and load (default kafka-health-operator:e2e)
-#   KAFKA_IMAGE         default apache/kafka:4.1.2 (the testbed's Kafka version)
+#   KAFKA_IMAGE         default apache/kafka:4.4.0 (the testbed's Kafka version)
 #   ARTIFACTS           where logs and the live objects go (default ./reports/kind-e2e)
 #   SMOKE_TIMEOUT       seconds to wait for the first diagnosis (default 300)
 set -euo pipefail
@@ -27,7 +27,7 @@ ROOT=$PWD
 CLUSTER="${KIND_CLUSTER_NAME:-kafka-health-e2e}"
 KIND_VERSION="${KIND_VERSION:-v0.33.0}"
 IMAGE="${IMAGE:-kafka-health-operator:e2e}"
-KAFKA_IMAGE="${KAFKA_IMAGE:-apache/kafka:4.1.2}"
+KAFKA_IMAGE="${KAFKA_IMAGE:-apache/kafka:4.4.0}"
 ARTIFACTS="${ARTIFACTS:-$ROOT/reports/kind-e2e}"
 SMOKE_TIMEOUT="${SMOKE_TIMEOUT:-300}"
 RELEASE=khp

@@ -28,7 +28,10 @@ def kafka39(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
 def test_version_resolution() -> None:
     assert distribution.resolve("3.9.x") == distribution.NEWEST["3.9"]
     assert distribution.resolve("3.9.1") == "3.9.1"
-    for bad in ("3.8.x", "3.7.0", "latest", "4"):
+    # Every KRaft line from 3.9 to 4.4 (the default: the newest 4.4 release).
+    assert sorted(distribution.NEWEST) == ["3.9", "4.0", "4.1", "4.2", "4.3", "4.4"]
+    assert distribution.KAFKA_VERSION == distribution.resolve("4.4.x") == "4.4.0"
+    for bad in ("3.8.x", "3.7.0", "4.5.x", "latest", "4"):
         with pytest.raises(distribution.FetchError):
             distribution.resolve(bad)
 

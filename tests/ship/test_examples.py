@@ -65,7 +65,7 @@ def test_examples_do_what_their_names_say() -> None:
     assert reset.remediation.require_approval
 
     # Strimzi's pods: every pod of cluster my-cluster with the broker role, id from the name's end
-    # (tests/compat/test_kafka39.py rolls pods named and labelled that way with this selector).
+    # (tests/compat/test_older_kafka.py rolls pods named and labelled that way with this selector).
     strimzi = spec("strimzi-policy.yaml")
     pods = strimzi.cluster.broker_pods
     assert pods is not None and pods.pod_selector is not None and pods.stateful_set is None

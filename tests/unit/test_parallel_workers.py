@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests import parallel
-from tests.compat import test_kafka39
+from tests.compat import test_older_kafka
 from tests.k8s import test_controller_pods, test_controller_roll
 from tests.secured.helpers import PORT_OFFSET
 
@@ -71,7 +71,7 @@ def test_no_test_cluster_reaches_the_next_workers_ports() -> None:
     stride: worker N+1's session cluster (+0..+102) is never worker N's module cluster."""
     reaches = [
         *(offset + WITH_INTER_BROKER_SPAN for offset in PORT_OFFSET.values()),
-        test_kafka39.PORT_OFFSET + WITH_INTER_BROKER_SPAN,
+        test_older_kafka.PORT_OFFSET + WITH_INTER_BROKER_SPAN,
         test_controller_pods.PORT_OFFSET + PLAIN_SPAN,
         test_controller_roll.PORT_OFFSET + PLAIN_SPAN,
     ]

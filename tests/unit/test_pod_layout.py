@@ -1,7 +1,7 @@
 """The stand-in's pod layouts: StatefulSet names (unchanged) and Strimzi's node-pool names and labels.
 
 The Strimzi layout with combined nodes is exercised on the real API server by
-tests/compat/test_kafka39.py; this covers the names for dedicated controllers too.
+tests/compat/test_older_kafka.py; this covers the names for dedicated controllers too.
 """
 
 from __future__ import annotations

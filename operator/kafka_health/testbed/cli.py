@@ -71,8 +71,8 @@ KafkaVersion = Annotated[
     str | None,
     typer.Option(
         "--kafka-version",
-        help=f"Apache Kafka version: X.Y.Z, or 3.9.x / 4.1.x for the newest of that line the testbed "
-        f"knows (default {distribution.KAFKA_VERSION}). Cached per version.",
+        help=f"Apache Kafka version: X.Y.Z, or X.Y.x ({', '.join(f'{v}.x' for v in distribution.NEWEST)}) "
+        f"for the newest of that line the testbed knows (default {distribution.KAFKA_VERSION}). Cached per version.",
     ),
 ]
 

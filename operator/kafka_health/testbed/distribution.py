@@ -14,12 +14,14 @@ from pathlib import Path
 
 from kafka_health._kits.paths import cache_root
 
-KAFKA_VERSION = "4.1.2"
+KAFKA_VERSION = "4.4.0"
 SCALA_BINARY = "2.13"
 LOG4J_VERSION = "2.24.3"
-# `--kafka-version 3.9.x` / `4.1.x`: the newest patch release of each line on Maven Central that
-# the testbed is tested with. An exact version (e.g. 3.9.1) is taken as given.
-NEWEST = {"3.9": "3.9.2", "4.1": "4.1.2"}
+# `--kafka-version 3.9.x` ... `4.4.x`: the newest patch release of each KRaft line on Maven Central
+# (checked 2026-11-28). The suite runs on the default and on 3.9 and 4.1 (tests/compat); the lines
+# between are expected to work (the clients negotiate API versions) and start the same way. An
+# exact version (e.g. 3.9.1) is taken as given.
+NEWEST = {"3.9": "3.9.2", "4.0": "4.0.2", "4.1": "4.1.2", "4.2": "4.2.2", "4.3": "4.3.1", "4.4": "4.4.0"}
 
 
 class FetchError(RuntimeError):

@@ -3,6 +3,8 @@ scripts are not in the jars) and the option through which each reads client sett
 
 from __future__ import annotations
 
+import functools
+import zipfile
 from pathlib import Path
 
 from kafka_health.testbed import distribution
@@ -14,7 +16,7 @@ TOOLS = {
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
-    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
@@ -23,10 +25,12 @@ TOOLS = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
 }
-# Kafka 3.x keeps these tools in the Scala core (moved to kafka-tools in 4.0).
-TOOLS_3 = {
+# Where these tools lived before they moved to kafka-tools (Kafka 3.9 keeps the producer and
+# kafka-acls in the Scala core; 4.1 still kafka-configs; 4.4 has all three in kafka-tools).
+FORMER_HOME = {
     "kafka-console-producer": "kafka.tools.ConsoleProducer",
     "kafka-acls": "kafka.admin.AclCommand",
+    "kafka-configs": "kafka.admin.ConfigCommand",
 }
 # The option each tool reads client settings from (Kafka 4.1's names); absent: it takes none.
 COMMAND_CONFIG_OPTION = {
@@ -48,11 +52,30 @@ _GIVEN_CONFIG = {"--command-config", "--admin.config", "--producer.config", "--c
 
 
 def main_class(name: str, kafka_version: str) -> str:
-    """The tool's main class in this Kafka version (3.x keeps some in the Scala core)."""
+    """The tool's main class in this Kafka version: its kafka-tools class when the version's jars
+    have it, else its former home (which release moved which tool is read from the jars, not
+    kept in a table of versions)."""
     if name not in TOOLS:
         raise TestbedError(f"unknown tool {name!r}; one of: {', '.join(sorted(TOOLS))}")
     main = TOOLS[name]
-    return main if distribution.uses_log4j2(kafka_version) else TOOLS_3.get(name, main)
+    former = FORMER_HOME.get(name)
+    if former is None or _has_class(kafka_version, main):
+        return main
+    return former
+
+
+def _has_class(kafka_version: str, name: str) -> bool:
+    return f"{name.replace('.', '/')}.class" in _kafka_classes(kafka_version)
+
+
+@functools.cache
+def _kafka_classes(kafka_version: str) -> frozenset[str]:
+    """The class files in this version's Kafka jars (empty before they are fetched)."""
+    names: set[str] = set()
+    for jar in distribution.libs_dir(kafka_version).glob("kafka*.jar"):
+        with zipfile.ZipFile(jar) as archive:
+            names.update(n for n in archive.namelist() if n.endswith(".class"))
+    return frozenset(names)
 
 
 def tool_args(name: str, args: list[str], bootstrap_servers: str, properties: Path | None) -> list[str]:

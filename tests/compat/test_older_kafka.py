@@ -1,6 +1,7 @@
-"""Kafka 3.9 (the newest 3.9 the testbed knows): a representative subset of the Kafka 4.1 suite,
-run unchanged on one shared 3-broker Kafka 3.9 cluster (this module's `testbed`, which the
-session fixtures `kafka`, `bootstrap` and `unique_name` then use):
+"""Kafka 3.9 and 4.1 (the newest of each line the testbed knows): a representative subset of the
+suite (which runs on the testbed's default, Kafka 4.4), run unchanged on one shared 3-broker
+cluster per version (this module's `testbed`, parametrized: the 3.9 cluster, then the 4.1 one, on
+the same ports; the session fixtures `kafka`, `bootstrap` and `unique_name` then use it):
 
 - diagnosis parity: our under-replicated / under-min-ISR / at-min-ISR / offline sets equal
   `kafka-topics --describe` (tests/diagnose/test_real_faults.py);
@@ -57,29 +58,39 @@ EXAMPLE = REPO / "examples" / "strimzi-policy.yaml"
 PORT_OFFSET = 2600
 
 
-@pytest.fixture(scope="module")
-def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
-    """This module's cluster: 3 combined nodes on Kafka 3.9, shared by every test here."""
-    tb = Testbed(tmp_path_factory.mktemp("kafka39"))
+@pytest.fixture(scope="module", params=["3.9", "4.1"], ids=["kafka-3.9", "kafka-4.1"])
+def testbed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    """This module's cluster: 3 combined nodes on the newest Kafka of the line, shared by every
+    test here (pytest finishes one version's tests, and stops its cluster, before the next)."""
+    line = request.param
+    tb = Testbed(tmp_path_factory.mktemp(f"kafka{line.replace('.', '')}"))
     try:
-        tb.up(3, int(os.environ.get("KAFKA_HEALTH_TEST_PORT", "29092")) + PORT_OFFSET, kafka_version="3.9.x")
-        assert tb.require().kafka_version == distribution.NEWEST["3.9"]
+        tb.up(
+            3, int(os.environ.get("KAFKA_HEALTH_TEST_PORT", "29092")) + PORT_OFFSET, kafka_version=f"{line}.x"
+        )
+        assert tb.require().kafka_version == distribution.NEWEST[line]
         yield tb
     finally:
         tb.down(purge=True)
 
 
+def line_of(testbed: Testbed) -> str:
+    """ "3.9" for Kafka 3.9.2: names this version's namespace and request id."""
+    return ".".join(testbed.require().kafka_version.split(".")[:2])
+
+
 @pytest.fixture(scope="module")
 def strimzi_pods(testbed: Testbed, k8s_control_plane: ControlPlane) -> Iterator[StandIn]:
-    """The stand-in for this cluster, Strimzi's names and labels, in namespace `strimzi`."""
-    standin = StandIn(testbed.state_dir, k8s_control_plane.kubeconfig, PodLayout.strimzi())
+    """The stand-in for this cluster, Strimzi's names and labels, in a namespace of its version's."""
+    layout = PodLayout.strimzi(f"strimzi-{line_of(testbed).replace('.', '')}")
+    standin = StandIn(testbed.state_dir, k8s_control_plane.kubeconfig, layout)
     standin.start()
     yield standin
     standin.stop()
 
 
-def strimzi_pods_now(core: Any) -> dict[str, Any]:
-    return {p.metadata.name: p for p in core.list_namespaced_pod("strimzi").items}
+def strimzi_pods_now(core: Any, namespace: str) -> dict[str, Any]:
+    return {p.metadata.name: p for p in core.list_namespaced_pod(namespace).items}
 
 
 @pytest.mark.k8s
@@ -90,8 +101,10 @@ def test_roll_restarts_strimzi_named_pods_selected_as_the_example_policy_says(
     k8s_control_plane: ControlPlane,
 ) -> None:
     strimzi_pods.wait_pods_ready(timeout=180)
+    line = line_of(kafka)
+    namespace = f"strimzi-{line.replace('.', '')}"
     core: Any = client.CoreV1Api(k8s_api)
-    pods = strimzi_pods_now(core)
+    pods = strimzi_pods_now(core, namespace)
     names = [f"my-cluster-dual-role-{i}" for i in range(3)]
     assert sorted(pods) == names
     labels = pods["my-cluster-dual-role-1"].metadata.labels
@@ -115,7 +128,7 @@ def test_roll_restarts_strimzi_named_pods_selected_as_the_example_policy_says(
     spec = KafkaHealthPolicySpec.model_validate(doc["spec"])
     broker_pods = spec.cluster.broker_pods
     assert broker_pods is not None and broker_pods.pod_selector is not None
-    found = find_broker_pods(K8s(k8s_api), broker_pods, "strimzi")
+    found = find_broker_pods(K8s(k8s_api), broker_pods, namespace)
     assert {bid: bp.pod.name for bid, bp in found.items()} == {i: names[i] for i in range(3)}
 
     before_pids = {b.id: b.pid for b in kafka.require().brokers}
@@ -128,7 +141,7 @@ def test_roll_restarts_strimzi_named_pods_selected_as_the_example_policy_says(
             "-b",
             kafka.require().bootstrap_servers,
             "-n",
-            "strimzi",
+            namespace,
             "--kubeconfig",
             str(k8s_control_plane.kubeconfig),
             "--selector",
@@ -137,14 +150,14 @@ def test_roll_restarts_strimzi_named_pods_selected_as_the_example_policy_says(
             "1s",
             "--execute",
             "--id",
-            "strimzi-39",
+            f"strimzi-{line.replace('.', '')}",
         ],
     )
     assert result.exit_code == 0, result.output
     assert "Succeeded: restarted brokers " in result.output
     for name in names:
         assert name in result.output  # the plan and progress name Strimzi's pods
-    after = strimzi_pods_now(core)
+    after = strimzi_pods_now(core, namespace)
     assert sorted(after) == names
     assert all(after[n].metadata.uid != before_uids[n] for n in names)  # every pod recreated
     after_pids = {b.id: b.pid for b in kafka.require().brokers}
