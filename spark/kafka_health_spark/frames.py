@@ -187,6 +187,7 @@ class Frames:
     log_dirs: DataFrame
     quorum: DataFrame
     quorum_voters: DataFrame
+    eligible_leaders: DataFrame  # KIP-966 ELR of the partitions out of sync or offline that have one
     # History windows, each ending with the current snapshot as its newest sample.
     # partition_transitions: each partition_state record of the window beside the record before
     # it (see `transitions_of`); a partition's first record, with nothing before it, is left out.
@@ -454,6 +455,7 @@ def build_frames(
         log_dirs=snap["log_dirs"],
         quorum=snap["quorum"],
         quorum_voters=snap["quorum_voters"],
+        eligible_leaders=snap["eligible_leaders"],
         partition_transitions=partition_transitions,
         broker_samples=window("broker_samples"),
         group_samples=window("group_samples"),

@@ -102,6 +102,7 @@ SNAPSHOT_INPUTS = (
     "log_dirs",
     "quorum",
     "quorum_voters",
+    "eligible_leaders",
 )
 INPUTS = (*SNAPSHOT_INPUTS, "partition_transitions", *SAMPLE_WINDOWS)
 INPUT_SCHEMAS: dict[str, T.StructType] = {
@@ -343,6 +344,7 @@ class ReusedPlans:
             log_dirs=slot["log_dirs"],
             quorum=slot["quorum"],
             quorum_voters=slot["quorum_voters"],
+            eligible_leaders=slot["eligible_leaders"],
             partition_transitions=slot["partition_transitions"],
             broker_samples=slot["broker_samples"],
             group_samples=slot["group_samples"],

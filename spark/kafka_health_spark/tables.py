@@ -55,6 +55,11 @@ QUORUM = pa.schema([("leader_id", I32), ("leader_epoch", I64), ("high_watermark"
 QUORUM_VOTERS = pa.schema(
     [("voter", I32), ("log_end_offset", I64), ("lag", I64), ("last_caught_up_ms", I64), ("observer", BOOL)]
 )
+# KIP-966: the partitions out of sync or offline that have eligible leader replicas, one row each
+# (a few rows, not one per partition).
+ELIGIBLE_LEADERS = pa.schema(
+    [("topic", STR), ("partition", I32), ("elr", pa.list_(I32)), ("last_known_elr", pa.list_(I32))]
+)
 
 SCHEMAS: dict[str, pa.Schema] = {
     "brokers": BROKERS,
@@ -66,6 +71,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "log_dirs": LOG_DIRS,
     "quorum": QUORUM,
     "quorum_voters": QUORUM_VOTERS,
+    "eligible_leaders": ELIGIBLE_LEADERS,
 }
 
 
@@ -204,6 +210,19 @@ def _quorum_voters(s: ClusterSnapshot) -> pa.Table:
     )
 
 
+def _eligible_leaders(s: ClusterSnapshot) -> pa.Table:
+    rows = s.eligible_leaders
+    return _table(
+        ELIGIBLE_LEADERS,
+        {
+            "topic": [e.topic for e in rows],
+            "partition": [e.partition for e in rows],
+            "elr": [e.elr for e in rows],
+            "last_known_elr": [e.last_known_elr for e in rows],
+        },
+    )
+
+
 # One builder per table, in the order the tables have always had.
 _BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
     "brokers": _brokers,
@@ -215,4 +234,5 @@ _BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
     "log_dirs": _log_dirs,
     "quorum": _quorum,
     "quorum_voters": _quorum_voters,
+    "eligible_leaders": _eligible_leaders,
 }

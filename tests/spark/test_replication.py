@@ -6,6 +6,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafka_health.models.findings import Severity
+from kafka_health.models.snapshot import EligibleLeaders
 from kafka_health_spark.checks import replication
 from tests.spark.builders import (
     balanced_topic,
@@ -46,6 +47,39 @@ def test_offline_means_no_leader_or_a_dead_leader(spark: SparkSession) -> None:
     assert partitions_of(found, "offline_partition") == {("t", 0), ("t", 1)}
     assert all(f.severity is Severity.CRITICAL for f in found)
     assert found[0].evidence["replicas"] == "0,1,2"
+
+
+def test_an_offline_partition_says_how_it_comes_back(spark: SparkSession) -> None:
+    """KIP-966: eligible leader replicas → cleanly when one returns; an empty ISR and no eligible
+    replica → only an unclean election; an ISR member (no ELR, as without KIP-966) → as before."""
+    snap = snapshot(
+        partitions=[
+            part("t", 0, None, [0, 1, 2], []),  # ISR emptied; ELR 0,1
+            part("t", 1, None, [0, 1, 2], []),  # ISR emptied; no eligible replica left
+            part("t", 2, None, [0, 1, 2], [1]),  # the last ISR member is down
+        ],
+        broker_list=brokers(2, dead=(0, 1)),
+    )
+    snap.eligible_leaders = [
+        EligibleLeaders(topic="t", partition=0, elr=[0, 1], last_known_elr=[0]),
+        EligibleLeaders(topic="t", partition=1, elr=[], last_known_elr=[1]),
+    ]
+    found = {f.subject.partition: f for f in check_findings(spark, replication.offline_partitions, snap)}
+    assert set(found) == {0, 1, 2}
+    clean = found[0]
+    assert "eligible leader replicas 0,1" in clean.message and "elects cleanly" in clean.message
+    assert clean.evidence["eligible_leaders"] == "0,1" and clean.evidence["last_known_elr"] == "0"
+    assert "no unclean election is needed" in (clean.remediation or "")
+    unclean = found[1]
+    assert "no eligible leader replica; last known 1" in unclean.message
+    assert "only an unclean election" in unclean.message
+    assert "kafka-leader-election --election-type UNCLEAN --topic t --partition 1" in (
+        unclean.remediation or ""
+    )
+    assert unclean.evidence["eligible_leaders"] == "none"
+    isr = found[2]
+    assert isr.message == "t-2 has no live leader (replicas 0,1,2, ISR 1): it serves no reads or writes."
+    assert "unclean leader election only as a last resort" in (isr.remediation or "")
 
 
 def test_under_replicated_names_the_out_of_sync_brokers(spark: SparkSession) -> None:

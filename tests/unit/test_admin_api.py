@@ -29,6 +29,7 @@ EXPECTED_CALLS = {
     "describe_cluster",
     "describe_quorum",
     "describe_log_dirs",
+    "eligible_leaders",
 }
 
 

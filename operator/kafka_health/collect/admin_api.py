@@ -34,7 +34,7 @@ from kafka_health.collect.results import (
     Timeouts,
     TopicPartitionKey,
 )
-from kafka_health.models.snapshot import GroupOffset, LogDir, PartitionOffsets, Quorum
+from kafka_health.models.snapshot import EligibleLeaders, GroupOffset, LogDir, PartitionOffsets, Quorum
 
 __all__ = ["CALLS", "AdminApi", "call_name", "describe_error"]
 
@@ -203,6 +203,13 @@ class AdminApi(ABC):
         reason `results.ZOOKEEPER_MODE`."""
         result: Quorum = self._read_whole("describe_quorum")
         return result
+
+    def eligible_leaders(self, topics: Iterable[str]) -> Partial[str, list[EligibleLeaders]]:
+        """Each partition's eligible leader replicas and last-known ELR (KIP-966), per topic
+        (DescribeTopicPartitions, paged). A topic Kafka answers with an error is that topic's
+        error ("CODE: text"); a cluster without ELR answers empty lists."""
+        names = sorted(set(topics))
+        return self._read_each("eligible_leaders", names) if names else Partial()
 
     def describe_log_dirs(self, broker_ids: Iterable[int]) -> Partial[int, list[LogDir]]:
         """Log directories per broker, one request per broker sent in parallel."""

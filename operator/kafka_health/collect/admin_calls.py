@@ -42,6 +42,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
+from kafka_health.collect import kafka_python as kpy
 from kafka_health.collect import logs, parse, security_errors
 from kafka_health.collect.admin_api import AdminApi
 from kafka_health.collect.connection import ConnectionConfig, redact
@@ -61,6 +62,7 @@ from kafka_health.collect.results import (
 )
 from kafka_health.collect.tls_probe import checker
 from kafka_health.models.snapshot import Broker, GroupOffset, LogDir, Partition, PartitionOffsets, Quorum
+from kafka_health.models.snapshot import EligibleLeaders as Eligible
 
 __all__ = ["AdminCalls"]
 
@@ -459,6 +461,22 @@ class AdminCalls(AdminApi):
             return parse.quorum(raw)
         except (KeyError, IndexError, ValueError) as exc:
             raise AdminCallError("describe_metadata_quorum", redact(str(exc), self._secrets)) from None
+
+    def _do_eligible_leaders(self, topics: list[str]) -> Partial[str, list[Eligible]]:
+        budget = self.timeouts.metadata + self.timeouts.request
+        per_node = max(MIN_PER_NODE, self.timeouts.request / 2)
+        out: Partial[str, list[Eligible]] = Partial()
+        try:
+            answered = self._kp.call(
+                "describe_topic_partitions",
+                lambda kp: kpy.describe_topic_partitions(kp, topics, per_node),
+                budget,
+            )
+        except AdminCallError as exc:
+            out.errors = dict.fromkeys(topics, exc.reason)
+            return out
+        out.values, out.errors = parse.eligible_leaders(answered)
+        return out
 
     def _do_describe_log_dirs(self, ids: list[int]) -> Partial[int, list[LogDir]]:
         out: Partial[int, list[LogDir]] = Partial()

@@ -2,7 +2,7 @@
 
 The operator reads bootstrap servers and security settings from the policy (secrets from
 Kubernetes Secrets) and hands them over as one dict with librdkafka's names. confluent-kafka
-takes them as they are; kafka-python (used only for log dirs and the metadata quorum) gets the
+takes them as they are; kafka-python (what confluent-kafka lacks: log dirs, the quorum, ELR) gets the
 same settings under its own names, so the two clients can never disagree on how to connect.
 Secret values never appear in `repr`, logs or exception messages (see `redact`).
 """

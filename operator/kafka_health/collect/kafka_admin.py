@@ -2,8 +2,8 @@
 
 `KafkaAdmin` is what the rest of the operator uses: the calls and what they return are
 `admin_api.AdminApi`'s, written once. They are made by `admin_calls.AdminCalls`
-(confluent-kafka for almost everything, kafka-python for log dirs, the metadata quorum and
-broker registrations), which runs in the client host, a supervised child process
+(confluent-kafka for almost everything, kafka-python for log dirs, the metadata quorum, broker
+registrations and eligible leader replicas), which runs in the client host, a supervised child process
 (`client_host`): no librdkafka or kafka-python code runs in the operator's process, so a native
 crash in a client library (librdkafka #5040: SIGSEGV on NOT_COORDINATOR for an OffsetFetch
 while the group's coordinator restarts; PR #5397: an abort in any coordinator-routed admin call

@@ -250,3 +250,29 @@ def log_dirs(kp: Any, broker: int) -> list[LogDir]:
             "(Kafka answers so when the principal may not DESCRIBE the cluster)",
         )
     return parse.log_dirs(broker, results)
+
+
+def describe_topic_partitions(kp: Any, topics: list[str], per_node: float) -> list[Any]:
+    """DescribeTopicPartitions (Kafka 3.7+) of `topics` as dicts, every page of it (a broker
+    answers at most 2,000 partitions a request and a cursor where the next page starts), each
+    page asked of the brokers in turn as the quorum read is (`ask_answering_node`): it is read
+    when partitions are out of sync, which is when a broker may be frozen."""
+    from kafka.protocol.admin import DescribeTopicPartitionsRequest as Request
+
+    if not hasattr(kp, "_manager"):  # a stand-in client in unit tests
+        return list(kp.describe_topic_partitions(topics)["topics"])
+    answered: list[Any] = []
+    cursor = None
+    while True:
+        request = Request(
+            topics=[Request.TopicRequest(name=t) for t in topics],
+            response_partition_limit=2000,
+            cursor=cursor,
+        )
+        response = ask_answering_node(kp, request, per_node)
+        answered.extend(response.to_dict()["topics"])
+        if response.next_cursor is None:
+            return answered
+        cursor = Request.Cursor(
+            topic_name=response.next_cursor.topic_name, partition_index=response.next_cursor.partition_index
+        )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import kafka.errors as kafka_errors
 
-from kafka_health.models.snapshot import LogDir, Quorum, QuorumVoter, TopicConfig
+from kafka_health.models.snapshot import EligibleLeaders, LogDir, Quorum, QuorumVoter, TopicConfig
 
 # Kafka reports "unknown" as -1 in many int fields.
 _UNKNOWN = -1
@@ -143,3 +144,35 @@ def quorum(response: Mapping[str, Any]) -> Quorum:
         voters=voters,
         observers=observers,
     )
+
+
+def eligible_leaders(
+    topics: Sequence[Mapping[str, Any]],
+) -> tuple[dict[str, list[EligibleLeaders]], dict[str, str]]:
+    """DescribeTopicPartitions' topics as kafka-python returns them → each topic's partitions'
+    ELR and last-known ELR, and the topics answered with an error ("CODE: text" by Kafka's
+    error name, e.g. TOPIC_AUTHORIZATION_FAILED)."""
+    found: dict[str, list[EligibleLeaders]] = {}
+    errors: dict[str, str] = {}
+    for topic in topics:
+        name = str(topic["name"])
+        if topic["error_code"]:
+            error = kafka_errors.for_code(int(topic["error_code"]))
+            errors[name] = f"{_code_name(error)}: {error.description}"
+            continue
+        found.setdefault(name, []).extend(
+            EligibleLeaders(
+                topic=name,
+                partition=int(p["partition_index"]),
+                elr=sorted(p.get("eligible_leader_replicas") or []),
+                last_known_elr=sorted(p.get("last_known_elr") or []),
+            )
+            for p in topic["partitions"]
+        )
+    return found, errors
+
+
+def _code_name(error: type[kafka_errors.KafkaError]) -> str:
+    """Kafka's own name of an error (TopicAuthorizationFailedError → TOPIC_AUTHORIZATION_FAILED)."""
+    words = re.findall(r"[A-Z][a-z0-9]*", error.__name__.removesuffix("Error"))
+    return "_".join(w.upper() for w in words)

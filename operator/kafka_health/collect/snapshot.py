@@ -29,16 +29,18 @@ from kafka_health.collect.kafka_admin import (
     KafkaAdmin,
     TopicPartitionKey,
 )
-from kafka_health.collect.results import ZOOKEEPER_MODE, Partial
+from kafka_health.collect.results import ZOOKEEPER_MODE, ClusterMetadata, Partial
 from kafka_health.models.snapshot import (
     Broker,
     ClusterSnapshot,
     ConsumerGroup,
+    EligibleLeaders,
     GroupOffset,
     LogDir,
     Missing,
     Partition,
     PartitionOffsets,
+    Quorum,
     TopicConfig,
 )
 
@@ -69,27 +71,17 @@ def collect_snapshot(
     topics = sorted({p.topic for p in md.partitions})
     alive = [b.id for b in md.brokers]
 
-    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="collect") as pool:
-        f_regs = pool.submit(_guard, "broker_registrations", None, lambda: (admin.describe_cluster(), []))
-        f_quorum = pool.submit(_guard, "quorum", None, lambda: (admin.describe_quorum(), []))
-        f_configs = pool.submit(_guard, "configs", [], lambda: _configs(admin, topics))
-        f_offsets = pool.submit(
-            _guard, "offsets", [], _nothing if safety_only else lambda: _offsets(admin, md.partitions)
-        )
-        f_groups = pool.submit(_guard, "groups", [], _nothing if safety_only else lambda: _groups(admin))
-        f_dirs = pool.submit(_guard, "log_dirs", None, lambda: _dirs(admin, [] if safety_only else alive))
-        registrations, quorum = f_regs.result(), f_quorum.result()
-        configs, offsets, groups, dirs = (
-            f_configs.result(),
-            f_offsets.result(),
-            f_groups.result(),
-            f_dirs.result(),
-        )
+    registrations, quorum, configs, offsets, groups, dirs, elr = _read_parts(admin, md, safety_only)
 
     snap.quorum = quorum[0]
     snap.brokers = merge_brokers(md.brokers, registrations[0], md.partitions)
-    snap.topic_configs, snap.offsets, snap.groups = configs[0], offsets[0], groups[0]
-    for part in (registrations, quorum, configs, offsets, groups, dirs):
+    snap.topic_configs, snap.offsets, snap.groups, snap.eligible_leaders = (
+        configs[0],
+        offsets[0],
+        groups[0],
+        elr[0],
+    )
+    for part in (registrations, quorum, configs, offsets, groups, dirs, elr):
         snap.missing.extend(part[1])
     if not safety_only:
         raw_dirs = dirs[0]
@@ -115,6 +107,41 @@ def collect_snapshot(
         if denied is not None:
             m.reason = denied
     return snap
+
+
+def _read_parts(
+    admin: KafkaAdmin, md: ClusterMetadata, safety_only: bool
+) -> tuple[
+    Part[list[BrokerRegistration] | None],
+    Part[Quorum | None],
+    Part[list[TopicConfig]],
+    Part[list[PartitionOffsets]],
+    Part[list[ConsumerGroup]],
+    Part[Partial[int, list[LogDir]] | None],
+    Part[list[EligibleLeaders]],
+]:
+    """The parts read after the metadata, side by side (each `_guard`ed: its failure is `missing`)."""
+    topics = sorted({p.topic for p in md.partitions})
+    alive = [] if safety_only else [b.id for b in md.brokers]
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="collect") as pool:
+        f_regs = pool.submit(_guard, "broker_registrations", None, lambda: (admin.describe_cluster(), []))
+        f_quorum = pool.submit(_guard, "quorum", None, lambda: (admin.describe_quorum(), []))
+        f_configs = pool.submit(_guard, "configs", [], lambda: _configs(admin, topics))
+        f_offsets = pool.submit(
+            _guard, "offsets", [], _nothing if safety_only else lambda: _offsets(admin, md.partitions)
+        )
+        f_groups = pool.submit(_guard, "groups", [], _nothing if safety_only else lambda: _groups(admin))
+        f_dirs = pool.submit(_guard, "log_dirs", None, lambda: _dirs(admin, alive))
+        f_elr = pool.submit(_guard, "eligible_leaders", [], lambda: _eligible(admin, md.partitions))
+        return (
+            f_regs.result(),
+            f_quorum.result(),
+            f_configs.result(),
+            f_offsets.result(),
+            f_groups.result(),
+            f_dirs.result(),
+            f_elr.result(),
+        )
 
 
 def zookeeper_mode(snapshot: ClusterSnapshot) -> bool:
@@ -178,6 +205,15 @@ def _configs(admin: KafkaAdmin, topics: list[str]) -> Part[list[TopicConfig]]:
     raw = admin.topic_configs(topics)
     configs = [parse.topic_config(t, v) for t, v in sorted(raw.values.items())]
     return configs, [Missing(part=f"configs:{t}", reason=r) for t, r in sorted(raw.errors.items())]
+
+
+def _eligible(admin: KafkaAdmin, partitions: list[Partition]) -> Part[list[EligibleLeaders]]:
+    """The ELR of the topics with a partition out of sync or offline: only such a partition can
+    have one (a replica enters the ELR when it leaves an ISR below min.insync.replicas)."""
+    topics = {p.topic for p in partitions if p.leader is None or len(p.isr) < len(p.replicas)}
+    raw = admin.eligible_leaders(topics)
+    found = [e for t in sorted(raw.values) for e in raw.values[t] if e.elr or e.last_known_elr]
+    return found, [Missing(part=f"eligible_leaders:{t}", reason=r) for t, r in sorted(raw.errors.items())]
 
 
 def _offsets(admin: KafkaAdmin, partitions: list[Partition]) -> Part[list[PartitionOffsets]]:

@@ -67,6 +67,18 @@ class Partition(_Model):
         return self.replicas[0] if self.replicas else None
 
 
+class EligibleLeaders(_Model):
+    """A partition's eligible leader replicas (KIP-966, Kafka 4.1+ clusters by default): replicas
+    out of the ISR that are still safe leaders, because they left it only when the ISR had
+    shrunk below min.insync.replicas; Kafka elects one of them cleanly when it returns. The
+    last-known ELR names the replicas that were last in it when it emptied."""
+
+    topic: str
+    partition: int
+    elr: list[int] = Field(default_factory=list)
+    last_known_elr: list[int] = Field(default_factory=list)
+
+
 class TopicConfig(_Model):
     """The effective values of the configs the diagnosis needs (broker defaults applied)."""
 
@@ -141,6 +153,11 @@ class ClusterSnapshot(_Model):
     offsets: list[PartitionOffsets] = Field(default_factory=list)
     groups: list[ConsumerGroup] = Field(default_factory=list)
     log_dirs: list[LogDir] = Field(default_factory=list)
+    eligible_leaders: list[EligibleLeaders] = Field(
+        default_factory=list,
+        description="ELR of the partitions out of sync or offline (the only ones that can have one); "
+        "the others have none. Not read: `missing` says so (eligible_leaders:<topic>).",
+    )
     hidden: dict[str, list[int]] = Field(
         default_factory=dict,
         description=(

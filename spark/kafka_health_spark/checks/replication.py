@@ -57,8 +57,66 @@ def _evidence() -> dict[str, F.Column]:
 
 
 def offline_partitions(frames: Frames, t: Thresholds) -> DataFrame:
-    """Partitions without a live leader: every read and write to them fails."""
-    df = _with_state(frames).where(~F.col("leader_live"))
+    """Partitions without a live leader: every read and write to them fails. How each comes back
+    (KIP-966): an eligible leader replica (ELR) or an ISR member that returns leads it cleanly;
+    with neither (the ISR emptied and no ELR: a cluster with ELR whose eligible replicas were lost
+    or shut down uncleanly) only an unclean election does, losing what it had not replicated."""
+    elr = frames.eligible_leaders.select("topic", "partition", "elr", "last_known_elr")
+    df = frames.join(_with_state(frames).where(~F.col("leader_live")), elr, ["topic", "partition"], "left")
+    eligible = F.coalesce(F.size("elr"), F.lit(0)) > 0
+    unclean_only = ~eligible & (F.col("isr_size") == 0)
+    where = F.format_string(
+        "%s-%d has no live leader (replicas %s, ISR %s", "topic", "partition", *_ids("replicas", "isr")
+    )
+    message = (
+        F.when(
+            eligible,
+            F.format_string(
+                "%s, eligible leader replicas %s): it serves no reads or writes until one of them "
+                "returns, which Kafka elects cleanly (no data loss).",
+                where,
+                id_list(F.col("elr")),
+            ),
+        )
+        .when(
+            unclean_only,
+            F.format_string(
+                "%s, no eligible leader replica; last known %s): only an unclean election brings it "
+                "back, losing the records its replicas had not copied.",
+                where,
+                id_list(F.coalesce(F.col("last_known_elr"), F.array().cast("array<int>"))),
+            ),
+        )
+        .otherwise(F.format_string("%s): it serves no reads or writes.", where))
+    )
+    remediation = (
+        F.when(
+            eligible,
+            F.format_string(
+                "bring back broker %s (eligible leaders of %s); no unclean election is needed",
+                id_list(F.col("elr")),
+                "topic",
+            ),
+        )
+        .when(
+            unclean_only,
+            F.format_string(
+                "bring back a replica (brokers %s) and check its disk; as a last resort, accepting data "
+                "loss: kafka-leader-election --election-type UNCLEAN --topic %s --partition %d "
+                "(the operator never runs it)",
+                id_list(F.col("replicas")),
+                "topic",
+                "partition",
+            ),
+        )
+        .otherwise(
+            F.format_string(
+                "bring back a replica of %s (brokers %s); unclean leader election only as a last resort",
+                "topic",
+                id_list(F.col("replicas")),
+            )
+        )
+    )
     return finding_rows(
         df,
         check="offline_partition",
@@ -66,20 +124,18 @@ def offline_partitions(frames: Frames, t: Thresholds) -> DataFrame:
         kind=SubjectKind.PARTITION,
         topic=F.col("topic"),
         partition=F.col("partition"),
-        message=F.format_string(
-            "%s-%d has no live leader (replicas %s, ISR %s): it serves no reads or writes.",
-            "topic",
-            "partition",
-            id_list(F.col("replicas")),
-            id_list(F.col("isr")),
-        ),
-        evidence=_evidence(),
-        remediation=F.format_string(
-            "bring back a replica of %s (brokers %s); unclean leader election only as a last resort",
-            "topic",
-            id_list(F.col("replicas")),
-        ),
+        message=message,
+        evidence={
+            **_evidence(),
+            "eligible_leaders": id_list(F.coalesce(F.col("elr"), F.array().cast("array<int>"))),
+            "last_known_elr": id_list(F.coalesce(F.col("last_known_elr"), F.array().cast("array<int>"))),
+        },
+        remediation=remediation,
     )
+
+
+def _ids(*columns: str) -> list[F.Column]:
+    return [id_list(F.col(c)) for c in columns]
 
 
 def under_replicated(frames: Frames, t: Thresholds) -> DataFrame:
