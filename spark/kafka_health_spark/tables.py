@@ -7,7 +7,7 @@ same tables. Nothing here knows about Spark.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -84,6 +84,11 @@ def _table(schema: pa.Schema, columns: dict[str, list[object]]) -> pa.Table:
     return pa.Table.from_arrays([pa.array(columns[f.name], type=f.type) for f in schema], schema=schema)
 
 
+def _fields(schema: pa.Schema, rows: Sequence[object]) -> pa.Table:
+    """A table of `rows` whose columns are the models' fields of the same names."""
+    return _table(schema, {f.name: [getattr(r, f.name) for r in rows] for f in schema})
+
+
 def snapshot_tables(snapshot: ClusterSnapshot) -> dict[str, pa.Table]:
     """Every part of the snapshot as an Arrow table (empty, with its schema, when not read)."""
     return {name: build(snapshot) for name, build in _BUILDERS.items()}
@@ -118,18 +123,7 @@ def _partitions(s: ClusterSnapshot) -> pa.Table:
 
 
 def _topic_configs(s: ClusterSnapshot) -> pa.Table:
-    configs = s.topic_configs
-    return _table(
-        TOPIC_CONFIGS,
-        {
-            "topic": [c.topic for c in configs],
-            "min_insync_replicas": [c.min_insync_replicas for c in configs],
-            "unclean_leader_election_enable": [c.unclean_leader_election_enable for c in configs],
-            "retention_ms": [c.retention_ms for c in configs],
-            "retention_bytes": [c.retention_bytes for c in configs],
-            "cleanup_policy": [c.cleanup_policy for c in configs],
-        },
-    )
+    return _fields(TOPIC_CONFIGS, s.topic_configs)
 
 
 def _offsets(s: ClusterSnapshot) -> pa.Table:
@@ -211,16 +205,7 @@ def _quorum_voters(s: ClusterSnapshot) -> pa.Table:
 
 
 def _eligible_leaders(s: ClusterSnapshot) -> pa.Table:
-    rows = s.eligible_leaders
-    return _table(
-        ELIGIBLE_LEADERS,
-        {
-            "topic": [e.topic for e in rows],
-            "partition": [e.partition for e in rows],
-            "elr": [e.elr for e in rows],
-            "last_known_elr": [e.last_known_elr for e in rows],
-        },
-    )
+    return _fields(ELIGIBLE_LEADERS, s.eligible_leaders)
 
 
 # One builder per table, in the order the tables have always had.
