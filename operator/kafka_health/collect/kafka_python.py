@@ -259,8 +259,6 @@ def describe_topic_partitions(kp: Any, topics: list[str], per_node: float) -> li
     when partitions are out of sync, which is when a broker may be frozen."""
     from kafka.protocol.admin import DescribeTopicPartitionsRequest as Request
 
-    if not hasattr(kp, "_manager"):  # a stand-in client in unit tests
-        return list(kp.describe_topic_partitions(topics)["topics"])
     answered: list[Any] = []
     cursor = None
     while True:

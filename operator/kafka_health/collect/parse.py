@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -158,7 +157,7 @@ def eligible_leaders(
         name = str(topic["name"])
         if topic["error_code"]:
             error = kafka_errors.for_code(int(topic["error_code"]))
-            errors[name] = f"{_code_name(error)}: {error.description}"
+            errors[name] = f"{error.message}: {error.description}"
             continue
         found.setdefault(name, []).extend(
             EligibleLeaders(
@@ -170,9 +169,3 @@ def eligible_leaders(
             for p in topic["partitions"]
         )
     return found, errors
-
-
-def _code_name(error: type[kafka_errors.KafkaError]) -> str:
-    """Kafka's own name of an error (TopicAuthorizationFailedError → TOPIC_AUTHORIZATION_FAILED)."""
-    words = re.findall(r"[A-Z][a-z0-9]*", error.__name__.removesuffix("Error"))
-    return "_".join(w.upper() for w in words)

@@ -66,7 +66,11 @@ def offline_partitions(frames: Frames, t: Thresholds) -> DataFrame:
     eligible = F.coalesce(F.size("elr"), F.lit(0)) > 0
     unclean_only = ~eligible & (F.col("isr_size") == 0)
     where = F.format_string(
-        "%s-%d has no live leader (replicas %s, ISR %s", "topic", "partition", *_ids("replicas", "isr")
+        "%s-%d has no live leader (replicas %s, ISR %s",
+        "topic",
+        "partition",
+        id_list(F.col("replicas")),
+        id_list(F.col("isr")),
     )
     message = (
         F.when(
@@ -84,7 +88,7 @@ def offline_partitions(frames: Frames, t: Thresholds) -> DataFrame:
                 "%s, no eligible leader replica; last known %s): only an unclean election brings it "
                 "back, losing the records its replicas had not copied.",
                 where,
-                id_list(F.coalesce(F.col("last_known_elr"), F.array().cast("array<int>"))),
+                id_list(F.col("last_known_elr")),
             ),
         )
         .otherwise(F.format_string("%s): it serves no reads or writes.", where))
@@ -127,15 +131,11 @@ def offline_partitions(frames: Frames, t: Thresholds) -> DataFrame:
         message=message,
         evidence={
             **_evidence(),
-            "eligible_leaders": id_list(F.coalesce(F.col("elr"), F.array().cast("array<int>"))),
-            "last_known_elr": id_list(F.coalesce(F.col("last_known_elr"), F.array().cast("array<int>"))),
+            "eligible_leaders": id_list(F.col("elr")),
+            "last_known_elr": id_list(F.col("last_known_elr")),
         },
         remediation=remediation,
     )
-
-
-def _ids(*columns: str) -> list[F.Column]:
-    return [id_list(F.col(c)) for c in columns]
 
 
 def under_replicated(frames: Frames, t: Thresholds) -> DataFrame:
