@@ -268,8 +268,11 @@ def test_a_killed_client_process_is_replaced_and_reads_are_retried(
     assert admin.metadata().partitions
     before, pid, host_restarts = admin.restarts, _host().pid, SUPERVISOR.restarts
 
-    # Between calls: the next call finds the process gone and starts another.
+    # Between calls: the next call finds the process gone and starts another. The kernel ends a
+    # process on SIGSEGV when one of its threads takes the signal; until then its other threads
+    # still run and may answer a call (seen once on a loaded machine), so wait for the death.
     os.kill(pid, signal.SIGSEGV)
+    wait_for(lambda: not _running(pid), timeout=10, what="the client process to die")
     md = admin.metadata()
     assert {p.partition for p in md.partitions if p.topic == unique_name} == set(range(PARTITIONS))
     assert admin.restarts == before + 1 and _host().pid != pid

@@ -134,12 +134,14 @@ def chart_operator(
 def kubectl(
     cp: ControlPlane, *args: str, input: str | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
+    # kubectl's own --timeout (a deletion waiting on finalizers) runs out before ours does.
+    own = [a.removeprefix("--timeout=") for a in args if a.startswith("--timeout=")]
     out = subprocess.run(
         [str(find_binaries() / "kubectl"), "--kubeconfig", str(cp.kubeconfig), *args],
         input=input,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=60 + (int(own[0].removesuffix("s")) if own else 0),
         check=False,
     )
     if check and out.returncode != 0:

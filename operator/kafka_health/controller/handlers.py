@@ -164,11 +164,24 @@ async def run_one_cycle(worker: PolicyWorker, body: kopf.Body, stopped: kopf.Dae
         # closed. A cycle already writing status and acting is awaited (its executors stop
         # before their next step).
         worker.busy = True
-        cycle.add_done_callback(lambda _: release(worker))
+        releasing = asyncio.ensure_future(release_when_done(cycle, worker))
+        _RELEASING.add(releasing)
+        releasing.add_done_callback(_RELEASING.discard)
         return
     report = await cycle
     if report is not None:
         apply_report(body, worker.namespace, worker.name, report)
+
+
+_RELEASING: set[asyncio.Future[None]] = set()  # held until done: the loop keeps only weak references
+
+
+async def release_when_done(cycle: asyncio.Future[Any], worker: PolicyWorker) -> None:
+    """Release an abandoned cycle's worker when its thread ends, off the event loop: closing its
+    clients waits on the client process, which must never stall the loop (other policies'
+    daemons and Kopf's own deletion handling run on it)."""
+    await asyncio.wait({cycle})
+    await asyncio.to_thread(release, worker)
 
 
 def _poster(body: kopf.Body) -> OnEvent:
