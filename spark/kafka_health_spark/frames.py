@@ -188,6 +188,7 @@ class Frames:
     quorum: DataFrame
     quorum_voters: DataFrame
     eligible_leaders: DataFrame  # KIP-966 ELR of the partitions out of sync or offline that have one
+    reassignments: DataFrame  # partition reassignments in flight (adding / removing replicas)
     # History windows, each ending with the current snapshot as its newest sample.
     # partition_transitions: each partition_state record of the window beside the record before
     # it (see `transitions_of`); a partition's first record, with nothing before it, is left out.
@@ -456,6 +457,7 @@ def build_frames(
         quorum=snap["quorum"],
         quorum_voters=snap["quorum_voters"],
         eligible_leaders=snap["eligible_leaders"],
+        reassignments=snap["reassignments"],
         partition_transitions=partition_transitions,
         broker_samples=window("broker_samples"),
         group_samples=window("group_samples"),

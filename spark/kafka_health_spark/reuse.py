@@ -103,6 +103,7 @@ SNAPSHOT_INPUTS = (
     "quorum",
     "quorum_voters",
     "eligible_leaders",
+    "reassignments",
 )
 INPUTS = (*SNAPSHOT_INPUTS, "partition_transitions", *SAMPLE_WINDOWS)
 INPUT_SCHEMAS: dict[str, T.StructType] = {
@@ -345,6 +346,7 @@ class ReusedPlans:
             quorum=slot["quorum"],
             quorum_voters=slot["quorum_voters"],
             eligible_leaders=slot["eligible_leaders"],
+            reassignments=slot["reassignments"],
             partition_transitions=slot["partition_transitions"],
             broker_samples=slot["broker_samples"],
             group_samples=slot["group_samples"],

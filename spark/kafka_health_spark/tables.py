@@ -35,6 +35,8 @@ TOPIC_CONFIGS = pa.schema(
         ("retention_ms", I64),
         ("retention_bytes", I64),
         ("cleanup_policy", STR),
+        ("leader_replication_throttled_replicas", STR),
+        ("follower_replication_throttled_replicas", STR),
     ]
 )
 OFFSETS = pa.schema([("topic", STR), ("partition", I32), ("log_start_offset", I64), ("log_end_offset", I64)])
@@ -60,6 +62,16 @@ QUORUM_VOTERS = pa.schema(
 ELIGIBLE_LEADERS = pa.schema(
     [("topic", STR), ("partition", I32), ("elr", pa.list_(I32)), ("last_known_elr", pa.list_(I32))]
 )
+# The partition reassignments in flight, one row each (none on a quiet cluster).
+REASSIGNMENTS = pa.schema(
+    [
+        ("topic", STR),
+        ("partition", I32),
+        ("replicas", pa.list_(I32)),
+        ("adding", pa.list_(I32)),
+        ("removing", pa.list_(I32)),
+    ]
+)
 
 SCHEMAS: dict[str, pa.Schema] = {
     "brokers": BROKERS,
@@ -72,6 +84,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "quorum": QUORUM,
     "quorum_voters": QUORUM_VOTERS,
     "eligible_leaders": ELIGIBLE_LEADERS,
+    "reassignments": REASSIGNMENTS,
 }
 
 
@@ -208,6 +221,10 @@ def _eligible_leaders(s: ClusterSnapshot) -> pa.Table:
     return _fields(ELIGIBLE_LEADERS, s.eligible_leaders)
 
 
+def _reassignments(s: ClusterSnapshot) -> pa.Table:
+    return _fields(REASSIGNMENTS, s.reassignments)
+
+
 # One builder per table, in the order the tables have always had.
 _BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
     "brokers": _brokers,
@@ -220,4 +237,5 @@ _BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
     "quorum": _quorum,
     "quorum_voters": _quorum_voters,
     "eligible_leaders": _eligible_leaders,
+    "reassignments": _reassignments,
 }

@@ -30,6 +30,7 @@ EXPECTED_CALLS = {
     "describe_quorum",
     "describe_log_dirs",
     "eligible_leaders",
+    "reassignments",
 }
 
 

@@ -288,6 +288,63 @@ def test_unrelated_findings_stay_separate() -> None:
     assert_each_finding_once(findings, incidents)
 
 
+def reassigning(topic: str, p: int, adding: str, in_sync: int, throttled: str = "yes") -> Finding:
+    return finding(
+        "partition_reassigning",
+        INFO,
+        topic=topic,
+        partition=p,
+        adding=adding,
+        removing="none",
+        added_in_sync=in_sync,
+        throttled=throttled,
+    )
+
+
+def test_a_reassignment_is_one_incident_and_its_new_replicas_are_no_broker_out_of_sync() -> None:
+    """The replicas a reassignment adds are out of sync on purpose: their partition findings join
+    `reassignment:cluster`; a partition out of sync on a broker nobody adds stays the broker's."""
+    moving = [
+        reassigning("orders", 0, "2", 0),
+        reassigning("orders", 1, "2", 1),
+        reassigning("audit", 0, "2,3", 0, throttled="no"),
+    ]
+    added = [
+        finding(
+            "under_replicated", W, topic="orders", partition=0, out_of_sync="2", reassigning="2", leader=0
+        ),
+        finding("at_min_isr", W, topic="orders", partition=0, out_of_sync="2", reassigning="2", leader=0),
+    ]
+    other = urp("orders", 5, "2")  # no `reassigning` evidence: broker 2 out of sync there
+    findings = [*moving, *added, other]
+    ids = by_id(group_incidents(findings))
+    assert set(ids) == {"reassignment:cluster", "broker_out_of_sync:2"}
+    moves = ids["reassignment:cluster"]
+    assert moves.kind is IncidentKind.REASSIGNMENT and moves.severity is W and moves.action is None
+    assert len(moves.findings) == 5
+    assert moves.title == (
+        "3 partitions being reassigned: adding broker(s) 2,3, removing broker(s) none; "
+        "1 of 4 new replicas in sync; 2 throttled."
+    )
+    assert moves.evidence["new_replicas"] == 4 and moves.evidence["throttled_partitions"] == 2
+    assert "kafka-reassign-partitions --verify" in moves.remediation
+    assert [f.subject.partition for f in ids["broker_out_of_sync:2"].findings] == [5]
+    assert_each_finding_once(findings, list(ids.values()))
+
+
+def test_a_down_broker_claims_a_partition_being_reassigned_onto_it() -> None:
+    findings = [
+        broker_missing(2),
+        reassigning("orders", 0, "2", 0),
+        finding(
+            "under_replicated", W, topic="orders", partition=0, out_of_sync="2", reassigning="2", leader=0
+        ),
+    ]
+    ids = by_id(group_incidents(findings))
+    assert {f.check for f in ids["broker_down:2"].findings} == {"broker_missing", "under_replicated"}
+    assert [f.check for f in ids["reassignment:cluster"].findings] == ["partition_reassigning"]
+
+
 def test_leader_skew_is_leadership_with_no_broker_down() -> None:
     (i,) = group_incidents([finding("leader_skew", W, remediation="preferred_leader_election")])
     assert i.id == "leadership:cluster" and i.action == "preferred_leader_election"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests import parallel
 from tests.compat import test_older_kafka
-from tests.diagnose import test_eligible_leaders
+from tests.diagnose import test_kafka44_replication
 from tests.k8s import test_controller_pods, test_controller_roll
 from tests.secured.helpers import PORT_OFFSET
 
@@ -73,7 +73,7 @@ def test_no_test_cluster_reaches_the_next_workers_ports() -> None:
     reaches = [
         *(offset + WITH_INTER_BROKER_SPAN for offset in PORT_OFFSET.values()),
         test_older_kafka.PORT_OFFSET + WITH_INTER_BROKER_SPAN,
-        test_eligible_leaders.PORT_OFFSET + PLAIN_SPAN,
+        test_kafka44_replication.PORT_OFFSET + PLAIN_SPAN,
         test_controller_pods.PORT_OFFSET + PLAIN_SPAN,
         test_controller_roll.PORT_OFFSET + PLAIN_SPAN,
     ]

@@ -34,7 +34,14 @@ from kafka_health.collect.results import (
     Timeouts,
     TopicPartitionKey,
 )
-from kafka_health.models.snapshot import EligibleLeaders, GroupOffset, LogDir, PartitionOffsets, Quorum
+from kafka_health.models.snapshot import (
+    EligibleLeaders,
+    GroupOffset,
+    LogDir,
+    PartitionOffsets,
+    Quorum,
+    Reassignment,
+)
 
 __all__ = ["CALLS", "AdminApi", "call_name", "describe_error"]
 
@@ -210,6 +217,12 @@ class AdminApi(ABC):
         error ("CODE: text"); a cluster without ELR answers empty lists."""
         names = sorted(set(topics))
         return self._read_each("eligible_leaders", names) if names else Partial()
+
+    def reassignments(self) -> list[Reassignment]:
+        """The partition reassignments in flight (ListPartitionReassignments, answered by the
+        active controller): replicas, adding and removing brokers of each."""
+        result: list[Reassignment] = self._read_whole("reassignments")
+        return result
 
     def describe_log_dirs(self, broker_ids: Iterable[int]) -> Partial[int, list[LogDir]]:
         """Log directories per broker, one request per broker sent in parallel."""

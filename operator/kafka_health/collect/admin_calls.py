@@ -7,8 +7,9 @@ library costs one retried call instead of the operator (see docs/kafka-client.md
 call returns is documented once, in `admin_api`; here is how it is made (`_do_<call>`).
 
 confluent-kafka (librdkafka) does almost everything; kafka-python is used only for what
-confluent-kafka lacks in Python: log-dir sizes, the KRaft metadata quorum, and broker
-registrations including fenced brokers (`kafka_python`).
+confluent-kafka lacks in Python: log-dir sizes (here), and the calls of `kafka_python_calls`
+(broker registrations including fenced brokers, the KRaft metadata quorum, eligible leader
+replicas, partition reassignments).
 
 Timeouts: librdkafka gets `request_timeout` *and* every future is bounded with `wait()` (in
 confluent-kafka 2.16.1 `elect_leaders` rejects `request_timeout`/`operation_timeout`, so
@@ -42,16 +43,14 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
-from kafka_health.collect import kafka_python as kpy
 from kafka_health.collect import logs, parse, security_errors
 from kafka_health.collect.admin_api import AdminApi
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.futures import request_timed_out, retriable
-from kafka_health.collect.kafka_python import MIN_PER_NODE, KafkaPython, describe_metadata_quorum, log_dirs
+from kafka_health.collect.kafka_python import KafkaPython, log_dirs
+from kafka_health.collect.kafka_python_calls import KafkaPythonCalls
 from kafka_health.collect.results import (
-    ZOOKEEPER_MODE,
     AdminCallError,
-    BrokerRegistration,
     ClusterMetadata,
     GroupDescription,
     GroupListing,
@@ -61,8 +60,7 @@ from kafka_health.collect.results import (
     TopicPartitionKey,
 )
 from kafka_health.collect.tls_probe import checker
-from kafka_health.models.snapshot import Broker, GroupOffset, LogDir, Partition, PartitionOffsets, Quorum
-from kafka_health.models.snapshot import EligibleLeaders as Eligible
+from kafka_health.models.snapshot import Broker, GroupOffset, LogDir, Partition, PartitionOffsets
 
 __all__ = ["AdminCalls"]
 
@@ -75,7 +73,7 @@ def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
         yield items[start : start + size]
 
 
-class AdminCalls(AdminApi):
+class AdminCalls(KafkaPythonCalls, AdminApi):
     """Admin access to one cluster, in the process that runs the client libraries. Thread-safe;
     `KafkaAdmin` (in the operator's process) is its only user."""
 
@@ -432,52 +430,6 @@ class AdminCalls(AdminApi):
         return out
 
     # ------------------------------------------------------------------ kafka-python
-    def _do_describe_cluster(self) -> list[BrokerRegistration]:
-        budget = self.timeouts.metadata + self.timeouts.request
-        raw = self._kp.call("describe_cluster", lambda kp: kp.describe_cluster(), budget)
-        return sorted(
-            (
-                BrokerRegistration(
-                    id=int(b["broker_id"]),
-                    host=str(b["host"]),
-                    port=int(b["port"]),
-                    rack=b.get("rack"),
-                    fenced=bool(b.get("is_fenced", False)),
-                )
-                for b in raw["brokers"]
-            ),
-            key=lambda b: b.id,
-        )
-
-    def _do_describe_quorum(self) -> Quorum:
-        budget = self.timeouts.metadata + self.timeouts.request
-        per_node = max(MIN_PER_NODE, self.timeouts.request / 2)
-        raw = self._kp.call(
-            "describe_metadata_quorum", lambda kp: describe_metadata_quorum(kp, per_node), budget
-        )
-        if raw is None:
-            raise AdminCallError("describe_metadata_quorum", ZOOKEEPER_MODE)
-        try:
-            return parse.quorum(raw)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise AdminCallError("describe_metadata_quorum", redact(str(exc), self._secrets)) from None
-
-    def _do_eligible_leaders(self, topics: list[str]) -> Partial[str, list[Eligible]]:
-        budget = self.timeouts.metadata + self.timeouts.request
-        per_node = max(MIN_PER_NODE, self.timeouts.request / 2)
-        out: Partial[str, list[Eligible]] = Partial()
-        try:
-            answered = self._kp.call(
-                "describe_topic_partitions",
-                lambda kp: kpy.describe_topic_partitions(kp, topics, per_node),
-                budget,
-            )
-        except AdminCallError as exc:
-            out.errors = dict.fromkeys(topics, exc.reason)
-            return out
-        out.values, out.errors = parse.eligible_leaders(answered)
-        return out
-
     def _do_describe_log_dirs(self, ids: list[int]) -> Partial[int, list[LogDir]]:
         out: Partial[int, list[LogDir]] = Partial()
         try:

@@ -7,7 +7,14 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 
-from kafka_health.models.snapshot import EligibleLeaders, LogDir, Quorum, QuorumVoter, TopicConfig
+from kafka_health.models.snapshot import (
+    EligibleLeaders,
+    LogDir,
+    Quorum,
+    QuorumVoter,
+    Reassignment,
+    TopicConfig,
+)
 
 # Kafka reports "unknown" as -1 in many int fields.
 _UNKNOWN = -1
@@ -31,6 +38,8 @@ TOPIC_CONFIG_KEYS = (
     "retention.ms",
     "retention.bytes",
     "cleanup.policy",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
 )
 
 
@@ -57,6 +66,8 @@ def topic_config(topic: str, values: Mapping[str, str | None]) -> TopicConfig:
         retention_ms=as_int("retention.ms"),
         retention_bytes=as_int("retention.bytes"),
         cleanup_policy=values.get("cleanup.policy"),
+        leader_replication_throttled_replicas=values.get("leader.replication.throttled.replicas") or None,
+        follower_replication_throttled_replicas=values.get("follower.replication.throttled.replicas") or None,
     )
 
 
@@ -169,3 +180,21 @@ def eligible_leaders(
             for p in topic["partitions"]
         )
     return found, errors
+
+
+def reassignments(raw: Mapping[Any, Mapping[str, Sequence[int]]]) -> list[Reassignment]:
+    """kafka-python's ListPartitionReassignments answer ({TopicPartition: {replicas,
+    adding_replicas, removing_replicas}}) → the reassignments in flight, by topic and partition."""
+    return sorted(
+        (
+            Reassignment(
+                topic=str(tp.topic),
+                partition=int(tp.partition),
+                replicas=[int(b) for b in r.get("replicas", [])],
+                adding=sorted(int(b) for b in r.get("adding_replicas", [])),
+                removing=sorted(int(b) for b in r.get("removing_replicas", [])),
+            )
+            for tp, r in raw.items()
+        ),
+        key=lambda r: (r.topic, r.partition),
+    )

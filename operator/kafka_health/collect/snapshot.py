@@ -18,6 +18,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -41,6 +42,7 @@ from kafka_health.models.snapshot import (
     Partition,
     PartitionOffsets,
     Quorum,
+    Reassignment,
     TopicConfig,
 )
 
@@ -71,17 +73,14 @@ def collect_snapshot(
     topics = sorted({p.topic for p in md.partitions})
     alive = [b.id for b in md.brokers]
 
-    registrations, quorum, configs, offsets, groups, dirs, elr = _read_parts(admin, md, safety_only)
+    parts = _read_parts(admin, md, safety_only)
+    dirs = parts.dirs
 
-    snap.quorum = quorum[0]
-    snap.brokers = merge_brokers(md.brokers, registrations[0], md.partitions)
-    snap.topic_configs, snap.offsets, snap.groups, snap.eligible_leaders = (
-        configs[0],
-        offsets[0],
-        groups[0],
-        elr[0],
-    )
-    for part in (registrations, quorum, configs, offsets, groups, dirs, elr):
+    snap.quorum = parts.quorum[0]
+    snap.brokers = merge_brokers(md.brokers, parts.registrations[0], md.partitions)
+    snap.topic_configs, snap.offsets, snap.groups = parts.configs[0], parts.offsets[0], parts.groups[0]
+    snap.eligible_leaders, snap.reassignments = parts.elr[0], parts.reassignments[0]
+    for part in (getattr(parts, f.name) for f in fields(parts)):
         snap.missing.extend(part[1])
     if not safety_only:
         raw_dirs = dirs[0]
@@ -109,17 +108,21 @@ def collect_snapshot(
     return snap
 
 
-def _read_parts(
-    admin: KafkaAdmin, md: ClusterMetadata, safety_only: bool
-) -> tuple[
-    Part[list[BrokerRegistration] | None],
-    Part[Quorum | None],
-    Part[list[TopicConfig]],
-    Part[list[PartitionOffsets]],
-    Part[list[ConsumerGroup]],
-    Part[Partial[int, list[LogDir]] | None],
-    Part[list[EligibleLeaders]],
-]:
+@dataclass(frozen=True)
+class _Parts:
+    """What is read after the metadata: each part's value and what of it is missing."""
+
+    registrations: Part[list[BrokerRegistration] | None]
+    quorum: Part[Quorum | None]
+    configs: Part[list[TopicConfig]]
+    offsets: Part[list[PartitionOffsets]]
+    groups: Part[list[ConsumerGroup]]
+    dirs: Part[Partial[int, list[LogDir]] | None]
+    elr: Part[list[EligibleLeaders]]
+    reassignments: Part[list[Reassignment]]
+
+
+def _read_parts(admin: KafkaAdmin, md: ClusterMetadata, safety_only: bool) -> _Parts:
     """The parts read after the metadata, side by side (each `_guard`ed: its failure is `missing`)."""
     topics = sorted({p.topic for p in md.partitions})
     alive = [] if safety_only else [b.id for b in md.brokers]
@@ -133,7 +136,8 @@ def _read_parts(
         f_groups = pool.submit(_guard, "groups", [], _nothing if safety_only else lambda: _groups(admin))
         f_dirs = pool.submit(_guard, "log_dirs", None, lambda: _dirs(admin, alive))
         f_elr = pool.submit(_guard, "eligible_leaders", [], lambda: _eligible(admin, md.partitions))
-        return (
+        f_moves = pool.submit(_guard, "reassignments", [], lambda: (admin.reassignments(), []))
+        return _Parts(
             f_regs.result(),
             f_quorum.result(),
             f_configs.result(),
@@ -141,6 +145,7 @@ def _read_parts(
             f_groups.result(),
             f_dirs.result(),
             f_elr.result(),
+            f_moves.result(),
         )
 
 

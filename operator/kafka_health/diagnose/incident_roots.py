@@ -3,7 +3,7 @@
 Each rule is a function of one finding and the context (the down and churning brokers, the
 never-safe topics, the offline partitions); the first that names a root claims the finding, so
 every finding is in exactly one incident. The order is the one the incidents module's docstring
-lists (1 to 10).
+lists (1 to 11).
 """
 
 from __future__ import annotations
@@ -206,7 +206,18 @@ def _disk(f: Finding, ctx: Context) -> Root | None:
     return None
 
 
-# 5. A live broker out of sync.
+# 5. Reassignments in flight.
+def _reassignment(f: Finding, ctx: Context) -> Root | None:
+    """A partition being reassigned, and the partition findings whose out-of-sync replicas are all
+    ones its reassignment is adding (the check's `reassigning` evidence)."""
+    if f.check == "partition_reassigning":
+        return IncidentKind.REASSIGNMENT, "cluster"
+    if f.check in REPLICATION_CHECKS and f.evidence.get("reassigning") is not None:
+        return IncidentKind.REASSIGNMENT, "cluster"
+    return None
+
+
+# 6. A live broker out of sync.
 def _out_of_sync(f: Finding, ctx: Context) -> Root | None:
     s, check = f.subject, f.check
     out_of_sync = broker_ids(f.evidence.get("out_of_sync"))
@@ -221,7 +232,7 @@ def _out_of_sync(f: Finding, ctx: Context) -> Root | None:
     return None
 
 
-# 6, 7. Topics.
+# 7, 8. Topics.
 def _topic(f: Finding, ctx: Context) -> Root | None:
     s, check = f.subject, f.check
     if (
@@ -235,7 +246,7 @@ def _topic(f: Finding, ctx: Context) -> Root | None:
     return None
 
 
-# 8. Consumer groups.
+# 9. Consumer groups.
 def _group(f: Finding, ctx: Context) -> Root | None:
     if f.check in GROUP_CHECKS and f.subject.group is not None:
         return IncidentKind.CONSUMER_GROUP, f.subject.group
@@ -246,7 +257,7 @@ def _group(f: Finding, ctx: Context) -> Root | None:
     return None
 
 
-# 9. Leadership.
+# 10. Leadership.
 def _leadership(f: Finding, ctx: Context) -> Root | None:
     return (IncidentKind.LEADERSHIP, "cluster") if f.check in LEADERSHIP_CHECKS else None
 
@@ -257,6 +268,7 @@ _RULES: tuple[Callable[[Finding, Context], Root | None], ...] = (
     _broker_down_partitions,
     _quorum,
     _disk,
+    _reassignment,
     _out_of_sync,
     _topic,
     _group,
@@ -272,5 +284,5 @@ def root_of(f: Finding, ctx: Context) -> Root | None:
         root = rule(f, ctx)
         if root is not None:
             return root
-    # 10. Anything else: one incident per check.
+    # 11. Anything else: one incident per check.
     return IncidentKind.CHECK, f.check

@@ -144,6 +144,47 @@ def _disk(root: str, members: list[Finding], reach: Reach) -> Description:
     )
 
 
+def _ids(members: list[Finding], key: str) -> str:
+    ids = sorted(
+        {b for f in members for b in str(f.evidence.get(key) or "").split(",") if b.isdigit()}, key=int
+    )
+    return ",".join(ids) or "none"
+
+
+def _reassignment(root: str, members: list[Finding], reach: Reach) -> Description:
+    moving = [f for f in members if f.check == "partition_reassigning"]
+    in_sync = sum(int(str(f.evidence.get("added_in_sync") or 0)) for f in moving)
+    new = sum(
+        len(str(f.evidence.get("adding") or "").split(","))
+        for f in moving
+        if f.evidence.get("adding") != "none"
+    )
+    throttled = sum(1 for f in moving if f.evidence.get("throttled") == "yes")
+    adding, removing = _ids(moving, "adding"), _ids(moving, "removing")
+    title = (
+        f"{plural(len(moving), 'partition')} being reassigned: adding broker(s) {adding}, removing "
+        f"broker(s) {removing}; {in_sync} of {new} new replicas in sync"
+        + (f"; {throttled} throttled" if throttled else "")
+        + "."
+    )
+    evidence: Evidence = {
+        "reassigning_partitions": len(moving),
+        "adding": adding,
+        "removing": removing,
+        "new_replicas_in_sync": in_sync,
+        "new_replicas": new,
+        "throttled_partitions": throttled,
+    }
+    return (
+        title,
+        evidence,
+        f"{NO_ACTION}: a reassignment's new replicas are out of sync until they have caught up "
+        "(under-replicated on purpose). Follow it with kafka-reassign-partitions --verify and its "
+        "plan: it reports each partition and removes the throttles once the reassignment is complete.",
+        None,
+    )
+
+
 def _broker_out_of_sync(root: str, members: list[Finding], reach: Reach) -> Description:
     churn = next((f for f in members if f.check == "isr_churn"), None)
     out = len({(p.topic, p.partition) for p in reach.partitions})
@@ -269,6 +310,7 @@ DESCRIBERS: dict[IncidentKind, Callable[[str, list[Finding], Reach], Description
     IncidentKind.BROKER_DOWN: _broker_down,
     IncidentKind.QUORUM: _quorum,
     IncidentKind.DISK: _disk,
+    IncidentKind.REASSIGNMENT: _reassignment,
     IncidentKind.BROKER_OUT_OF_SYNC: _broker_out_of_sync,
     IncidentKind.NEVER_SAFE_TOPIC: _never_safe_topic,
     IncidentKind.TOPIC_DURABILITY: _topic_durability,

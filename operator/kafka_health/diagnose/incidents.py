@@ -22,17 +22,19 @@ exactly one incident (`IncidentKind` documents each kind):
    claims first.
 3. `quorum:cluster`: `quorum_no_leader`, `quorum_voter_lagging`, `snapshot_incomplete` of the quorum.
 4. `disk:<N>`: `disk_usage`, `disk_time_to_full`, `log_dir_error`, `snapshot_incomplete` of N's log dirs.
-5. `broker_out_of_sync:<N>`: partition findings whose out-of-sync brokers are all alive (the
+5. `reassignment:cluster`: `partition_reassigning`, and the partition findings whose out-of-sync
+   brokers are all replicas a reassignment in flight is adding (their `reassigning` evidence).
+6. `broker_out_of_sync:<N>`: partition findings whose out-of-sync brokers are all alive (the
    lowest id), `isr_churn` and `quorum_observer_lagging` of N, and `leader_flapping` of partitions
    with a replica on a churning N.
-6. `never_safe_topic:<T>` when T has `min_isr_too_high` (min ISR ≥ RF) or `low_replication_factor`
+7. `never_safe_topic:<T>` when T has `min_isr_too_high` (min ISR ≥ RF) or `low_replication_factor`
    with RF 1: T's other topic findings and its remaining partition findings join it.
-7. `topic_durability:<T>`: `low_replication_factor`, `low_min_isr`, `unclean_leader_election`.
-8. `consumer_group:<G>`: `consumer_lag` (group and partitions), `offset_out_of_range`,
+8. `topic_durability:<T>`: `low_replication_factor`, `low_min_isr`, `unclean_leader_election`.
+9. `consumer_group:<G>`: `consumer_lag` (group and partitions), `offset_out_of_range`,
    `offset_expiry`, `rebalance_storm`, `snapshot_incomplete` of the group (`group:<G>`, and
    `group_offsets:<G>`: offsets Kafka left out for a topic the principal may not DESCRIBE).
-9. `leadership:cluster`: `leader_imbalance`, `leader_skew` (no broker down).
-10. `check:<check>`: anything else, one incident per check.
+10. `leadership:cluster`: `leader_imbalance`, `leader_skew` (no broker down).
+11. `check:<check>`: anything else, one incident per check.
 
 A check's "N findings in total; only the M worst are listed" notice joins the incident holding
 most of that check's findings. An incident's severity is the worst of its members'. Its id,

@@ -24,7 +24,12 @@ _FEEDS = {
     "group": "the lag and rebalance checks",
     "log_dirs": "the disk checks",
     "group_offsets": "the lag checks",
+    "eligible_leaders": "how an offline partition comes back",
+    "reassignments": "the reassignment checks (a throttle is not judged left behind)",
 }
+# Checks whose findings claim something of a part beyond their own input ("no reassignment in
+# flight"): left out when that part was not read, whose snapshot_incomplete finding says so.
+UNJUDGED = {"replication_throttle_left": "reassignments"}
 _TOPIC_PARTS = {"partitions", "configs", "offsets"}
 
 
@@ -152,3 +157,9 @@ def missing_findings(
             )
         )
     return out
+
+
+def judged(findings: list[Finding], missing: list[Missing]) -> list[Finding]:
+    """`findings` without those `UNJUDGED` for lack of their part."""
+    unread = {m.part for m in missing}
+    return [f for f in findings if UNJUDGED.get(f.check) not in unread]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import SparkSession
 
 from kafka_health.diagnose.incidents import group_incidents
-from kafka_health.diagnose.missing import missing_findings
+from kafka_health.diagnose.missing import judged, missing_findings
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health_spark import jobs
@@ -81,7 +81,7 @@ def run_diagnosis(
                     summary = pending.result() if pending is not None else None
             finally:
                 frames.release()
-    findings = sort_findings(findings)
+    findings = sort_findings(judged(findings, snapshot.missing))
     return Diagnosis(
         cluster=snapshot.cluster,
         taken_at=snapshot.taken_at,

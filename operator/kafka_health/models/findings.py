@@ -126,6 +126,10 @@ class IncidentKind(StrEnum):
     """The KRaft controller quorum has no leader, or voters lag (not explained by a down broker)."""
     DISK = "disk"
     """A broker's log-dir volumes: filling, filling soon, or failed."""
+    REASSIGNMENT = "reassignment"
+    """Partition reassignments in flight (`partition_reassigning`), with the partition findings
+    whose out-of-sync replicas are all being added by one (out of sync on purpose until they have
+    caught up): one incident for the cluster, never a broker "out of sync"."""
     BROKER_OUT_OF_SYNC = "broker_out_of_sync"
     """A live broker missing from ISRs, or dropping out of them repeatedly (`isr_churn`), with the
     partition findings that name it and the leader flapping of partitions it hosts."""

@@ -108,6 +108,7 @@ class WithheldReason(StrEnum):
     PAUSING_BETWEEN_BROKERS = "PausingBetweenBrokers"
     BROKER_NOT_READY = "BrokerNotReady"
     NEVER_SAFE_PARTITIONS = "NeverSafePartitions"
+    REASSIGNMENT_IN_PROGRESS = "ReassignmentInProgress"
     GROUP_NOT_EMPTY = "GroupNotEmpty"
     INVALID_REQUEST = "InvalidRequest"
     NOTHING_TO_DO = "NothingToDo"
@@ -121,6 +122,9 @@ class RollWaitReason(StrEnum):
     """A restart safety rule forbids the next broker (URP, min ISR, quorum, never-safe partitions)."""
     WAITING_FOR_BROKER_READY = "WaitingForBrokerReady"
     """A broker pod is not Ready (or terminating): one broker at a time."""
+    REASSIGNMENT_IN_PROGRESS = "ReassignmentInProgress"
+    """A partition reassignment in flight involves the next broker (restart safety rule 5): the
+    roll holds until it completes, up to timeouts.reassignment, never taken for a failed broker."""
 
 
 class EventReason(StrEnum):
@@ -166,6 +170,8 @@ class BlockerRule(StrEnum):
     QUORUM_UNKNOWN = "quorum_unknown"
     CONTROLLER_LAST = "controller_last"
     PODS_UNKNOWN = "pods_unknown"
+    REASSIGNMENT = "reassignment"
+    REASSIGNMENT_UNKNOWN = "reassignment_unknown"
 
 
 def reason_enums() -> list[type[StrEnum]]:

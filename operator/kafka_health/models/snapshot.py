@@ -79,6 +79,18 @@ class EligibleLeaders(_Model):
     last_known_elr: list[int] = Field(default_factory=list)
 
 
+class Reassignment(_Model):
+    """A partition reassignment in flight (ListPartitionReassignments): `replicas` is the set
+    Kafka keeps during the move (old and new together); `adding` are out of the ISR on purpose
+    until they have caught up, `removing` leave when it completes."""
+
+    topic: str
+    partition: int
+    replicas: list[int] = Field(default_factory=list)
+    adding: list[int] = Field(default_factory=list)
+    removing: list[int] = Field(default_factory=list)
+
+
 class TopicConfig(_Model):
     """The effective values of the configs the diagnosis needs (broker defaults applied)."""
 
@@ -88,6 +100,12 @@ class TopicConfig(_Model):
     retention_ms: int | None = None
     retention_bytes: int | None = None
     cleanup_policy: str | None = None
+    leader_replication_throttled_replicas: str | None = Field(
+        None, description="Replicas throttled as leaders ('partition:broker,...' or '*'); None: none."
+    )
+    follower_replication_throttled_replicas: str | None = Field(
+        None, description="Replicas throttled as followers ('partition:broker,...' or '*'); None: none."
+    )
 
 
 class PartitionOffsets(_Model):
@@ -157,6 +175,10 @@ class ClusterSnapshot(_Model):
         default_factory=list,
         description="ELR of the partitions out of sync or offline (the only ones that can have one); "
         "the others have none. Not read: `missing` says so (eligible_leaders:<topic>).",
+    )
+    reassignments: list[Reassignment] = Field(
+        default_factory=list,
+        description="Partition reassignments in flight. Not read: `missing` says so (reassignments).",
     )
     hidden: dict[str, list[int]] = Field(
         default_factory=dict,

@@ -37,9 +37,11 @@ from kafka_health.plan.plan_context import (
     next_broker_safety,
     observing,
     refuses_never_safe,
+    refuses_reassignments,
     restart_requests,
     snapshot_usable,
 )
+from kafka_health.plan.reassignment_safety import reassignments_involving
 from kafka_health.plan.restart_safety import (
     NeverSafeVerdict,
     controller_only_nodes,
@@ -114,6 +116,16 @@ def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> Cand
             Hold(
                 WithheldReason.NEVER_SAFE_PARTITIONS,
                 verdict.refusal("set spec.remediation.rollingRestart.neverSafePartitions: Proceed"),
+            )
+        )
+        return cand
+    moving = reassignments_involving(snapshot, brokers)
+    if moving is not None and refuses_reassignments(ctx):
+        holds.append(
+            Hold(
+                WithheldReason.REASSIGNMENT_IN_PROGRESS,
+                f"{moving}; set spec.remediation.rollingRestart.reassignmentsInFlight: Proceed to start "
+                "anyway (it then holds before each broker they involve)",
             )
         )
         return cand

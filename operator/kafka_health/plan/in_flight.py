@@ -29,7 +29,8 @@ from kafka_health.plan.plan_context import (
     restart_requests,
     snapshot_usable,
 )
-from kafka_health.plan.restart_safety import MAX_LISTED, RestartSafety
+from kafka_health.plan.restart_safety import RestartSafety
+from kafka_health.plan.safety_model import MAX_LISTED
 
 # Holds that mean "the cluster is not safe for the next broker": a roll in flight waits on them,
 # up to timeouts.safeToRestart, then halts.
@@ -39,6 +40,7 @@ _SAFETY_HOLDS = frozenset(
         WithheldReason.BROKER_NOT_READY,
         WithheldReason.OFFLINE_PARTITIONS,
         WithheldReason.NO_QUORUM_LEADER,
+        WithheldReason.REASSIGNMENT_IN_PROGRESS,
     }
 )
 # Holds that say nothing about safety (the state could not be read): the wait neither starts,
@@ -189,11 +191,16 @@ def _waiting(
     ]
     wait = _roll_wait(ctx, current, nxt, holds, safety)
     if wait is not None and wait.rules and ctx.now >= wait.deadline:
-        timeout = ctx.spec.remediation.rolling_restart.timeouts.safe_to_restart
+        field, timeout = _wait_timeout(ctx, wait.reason)
+        what = (
+            "the reassignments in flight on it did not complete"
+            if wait.reason is RollWaitReason.REASSIGNMENT_IN_PROGRESS
+            else "did not become safe to restart"
+        )
         return Decision(
             verdict=Verdict.HALT,
-            reason=f"rolling restart {current.id} halted: broker {nxt} did not become safe to restart "
-            f"within {timeout} (timeouts.safeToRestart): {wait.message}",
+            reason=f"rolling restart {current.id} halted: broker {nxt}: {what} "
+            f"within {timeout} (timeouts.{field}): {wait.message}",
             withheld=queued,
             roll_wait=wait,
         )
@@ -203,6 +210,14 @@ def _waiting(
         withheld=withheld + queued,
         roll_wait=wait,
     )
+
+
+def _wait_timeout(ctx: PlanContext, reason: RollWaitReason) -> tuple[str, str]:
+    """The timeout field (camelCase) a wait of `reason` halts after, and its value."""
+    timeouts = ctx.spec.remediation.rolling_restart.timeouts
+    if reason is RollWaitReason.REASSIGNMENT_IN_PROGRESS:
+        return "reassignment", timeouts.reassignment
+    return "safeToRestart", timeouts.safe_to_restart
 
 
 def _roll_wait(
@@ -224,13 +239,20 @@ def _roll_wait(
                 broker=broker,
                 since=since,
                 deadline=since
-                + parse_duration(ctx.spec.remediation.rolling_restart.timeouts.safe_to_restart),
+                + parse_duration(_wait_timeout(ctx, RollWaitReason(current.waiting_reason))[1]),
                 rules=[],
                 message=f"the cluster state could not be read: {holds[0].message}",
             )
         return None
     since = current.waiting_since or ctx.now
-    deadline = since + parse_duration(ctx.spec.remediation.rolling_restart.timeouts.safe_to_restart)
+    reason = (
+        RollWaitReason.WAITING_FOR_BROKER_READY
+        if WithheldReason.BROKER_NOT_READY in reasons
+        else RollWaitReason.REASSIGNMENT_IN_PROGRESS
+        if reasons & _SAFETY_HOLDS == {WithheldReason.REASSIGNMENT_IN_PROGRESS}  # nothing else blocks
+        else RollWaitReason.WAITING_FOR_SAFETY
+    )
+    deadline = since + parse_duration(_wait_timeout(ctx, reason)[1])
     rules: list[str] = []
     partitions: list[str] = []
     if WithheldReason.BROKER_NOT_READY in reasons:
@@ -243,11 +265,6 @@ def _roll_wait(
         if b.rule not in rules:
             rules.append(b.rule)
         partitions += [p for p in b.partitions if p not in partitions]
-    reason = (
-        RollWaitReason.WAITING_FOR_BROKER_READY
-        if WithheldReason.BROKER_NOT_READY in reasons
-        else RollWaitReason.WAITING_FOR_SAFETY
-    )
     blocking = "; ".join(h.message for h in holds if h.reason in _SAFETY_HOLDS)
     return RollWait(
         reason=reason,

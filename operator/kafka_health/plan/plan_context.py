@@ -23,9 +23,11 @@ from kafka_health.models.policy import (
     Mode,
     NeverSafePartitions,
     OffsetResetRequest,
+    ReassignmentsInFlight,
     RollingRestartRequest,
     WithheldReason,
 )
+from kafka_health.models.reasons import BlockerRule
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan.cluster_lock import ClusterLock
 from kafka_health.plan.decision import PlannedAction
@@ -132,6 +134,10 @@ def refuses_never_safe(ctx: PlanContext) -> bool:
     return ctx.spec.remediation.rolling_restart.never_safe_partitions is NeverSafePartitions.REFUSE
 
 
+def refuses_reassignments(ctx: PlanContext) -> bool:
+    return ctx.spec.remediation.rolling_restart.reassignments_in_flight is ReassignmentsInFlight.REFUSE
+
+
 def next_broker_safety(
     ctx: PlanContext, snapshot: ClusterSnapshot, brokers: list[int], holds: list[Hold]
 ) -> tuple[list[int], RestartSafety]:
@@ -149,8 +155,17 @@ def next_broker_safety(
     pods = _pods_hold(ctx)
     if pods is not None:
         holds.append(pods)
-    if not safety.safe:
-        holds.append(Hold(WithheldReason.UNSAFE_TO_RESTART, safety.summary()))
+    # A reassignment in flight is its own hold (its own reason and timeout), the other rules one.
+    moving = [b for b in safety.blockers if b.rule is BlockerRule.REASSIGNMENT]
+    others = [b for b in safety.blockers if b.rule is not BlockerRule.REASSIGNMENT]
+    if moving:
+        holds.append(
+            Hold(WithheldReason.REASSIGNMENT_IN_PROGRESS, f"broker {safety.broker}: {moving[0].message}")
+        )
+    if others:
+        holds.append(
+            Hold(WithheldReason.UNSAFE_TO_RESTART, safety.model_copy(update={"blockers": others}).summary())
+        )
     return order, safety
 
 

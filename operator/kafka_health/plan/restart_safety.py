@@ -8,9 +8,13 @@ rules"), checked before EACH broker on live state, one pure function per rule.
 3. KRaft quorum: the other caught-up voters still form a majority of all voters; the active
    controller goes last (of the dedicated controllers when it is one, else of the whole roll).
 4. One broker at a time: every other broker is registered.
+5. No partition reassignment in flight involves the candidate (a replica of the partition, or
+   being added or removed): its restart would stall the move, whose new replicas are out of sync
+   on purpose. Rule 1 does not count those new replicas: a partition out of sync only on replicas
+   a reassignment is adding is not under-replicated by a failure.
 Never safe (neverSafePartitions: Refuse): a partition rule 2 skipped blocks the candidate.
-A rule that cannot be evaluated (min.insync.replicas or the quorum unknown) blocks: unknown
-is not safe.
+A rule that cannot be evaluated (min.insync.replicas, the quorum or the reassignments unknown)
+blocks: unknown is not safe.
 
 Dedicated (controller-only) KRaft nodes are the voters that are not registered brokers. They
 hold no partitions: rules 1 and 2 do not apply to them, rules 3 and 4 do. The roll restarts
@@ -21,31 +25,21 @@ them; then the brokers (non-voters, combined voters, the active combined control
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kafka_health.models.reasons import BlockerRule
 from kafka_health.models.snapshot import ClusterSnapshot, Partition, Quorum, QuorumVoter
+from kafka_health.plan.reassignment_safety import being_added, rule_5_reassignment
+from kafka_health.plan.safety_model import MAX_LISTED, Blocker
 
 log = logging.getLogger(__name__)
-
-MAX_LISTED = 20
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Blocker(_Model):
-    """One rule that forbids restarting the candidate now."""
-
-    rule: BlockerRule = Field(description="The rule (kafka_health.models.reasons.BlockerRule), e.g. min_isr.")
-    message: str
-    partitions: list[str] = Field(
-        default_factory=list, description=f"The first {MAX_LISTED} partitions concerned."
-    )
 
 
 class SkippedPartition(_Model):
@@ -116,7 +110,7 @@ def check_restart_safety(
     # Rules 1 and 2 concern partitions: a controller-only node holds none, so its restart changes no ISR.
     partitions = [] if dedicated else snapshot.partitions
     one_at_a_time = rule_4_one_at_a_time(snapshot, broker, dedicated=dedicated)
-    replicated = rule_1_fully_replicated(partitions, broker)
+    replicated = rule_1_fully_replicated(partitions, broker, adding=being_added(snapshot))
     isr_blockers, skipped = rule_2_min_isr(snapshot, partitions, broker)
     blockers = [
         *one_at_a_time,
@@ -131,6 +125,11 @@ def check_restart_safety(
             max_voter_lag_ms=max_voter_lag_ms,
         ),
         *never_safe_rule(skipped, broker, refuse=refuse_never_safe),
+        *_refused(
+            "rule 5 (no partition reassignment on the broker)",
+            broker,
+            rule_5_reassignment(snapshot, broker, dedicated=dedicated),
+        ),
     ]
     return RestartSafety(broker=broker, safe=not blockers, blockers=blockers, skipped=skipped)
 
@@ -162,10 +161,18 @@ def rule_4_one_at_a_time(snapshot: ClusterSnapshot, broker: int, *, dedicated: b
     return _refused("rule 4 (one broker at a time)", broker, blockers)
 
 
-def rule_1_fully_replicated(partitions: Sequence[Partition], broker: int) -> list[Blocker]:
-    """Rule 1: cluster-wide, no offline and no under-replicated partition."""
+def rule_1_fully_replicated(
+    partitions: Sequence[Partition], broker: int, *, adding: Mapping[tuple[str, int], set[int]]
+) -> list[Blocker]:
+    """Rule 1: cluster-wide, no offline and no under-replicated partition (a partition out of
+    sync only on replicas a reassignment is `adding` is left to rule 5)."""
     offline = [p for p in partitions if p.leader is None]
-    urp = [p for p in partitions if len(p.isr) < len(p.replicas)]
+    urp = [
+        p
+        for p in partitions
+        if len(p.isr) < len(p.replicas)
+        and not set(p.replicas) - set(p.isr) <= adding.get((p.topic, p.partition), set())
+    ]
     blockers: list[Blocker] = []
     _block_on(blockers, BlockerRule.OFFLINE, offline, f"{len(offline)} offline partition(s)")
     _block_on(

@@ -39,7 +39,8 @@ from kafka_health.models.policy import (
     RestartTimeouts,
     parse_duration,
 )
-from kafka_health.plan.restart_safety import Blocker, RestartSafety, check_restart_safety
+from kafka_health.plan.restart_safety import RestartSafety, check_restart_safety
+from kafka_health.plan.safety_model import Blocker
 from kafka_health.remediate.broker_pods import BrokerPodsError, find_node_pods
 from kafka_health.remediate.roll_checks import (
     fully_replicated,

@@ -12,7 +12,8 @@ from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.k8s.client import K8s, K8sError
 from kafka_health.models.policy import BrokerPods, CurrentRemediation, RemediationStep, RestartBegun
 from kafka_health.plan.restart_resume import resume_step
-from kafka_health.plan.restart_safety import Blocker, RestartSafety, voter_rejoined
+from kafka_health.plan.restart_safety import RestartSafety, voter_rejoined
+from kafka_health.plan.safety_model import Blocker
 from kafka_health.remediate.broker_pods import BrokerPod, BrokerPodsError, find_broker_pods, find_node_pods
 
 
@@ -99,8 +100,14 @@ def node_back(admin: KafkaAdmin, node: int, *, since_ms: int, max_voter_lag: int
 
 
 def fully_replicated(admin: KafkaAdmin) -> bool:
-    """Cluster-wide: every partition has a leader and its full replica set in the ISR."""
+    """Cluster-wide: every partition has a leader and its full replica set in the ISR, but for
+    the replicas a reassignment in flight is adding (out of sync on purpose, restart safety
+    rule 1): a roll never waits on them as if the restarted broker had not caught up."""
     md = admin.metadata()
-    if md.topic_errors:
+    if md.topic_errors or any(p.leader is None for p in md.partitions):
         return False
-    return all(p.leader is not None and len(p.isr) >= len(p.replicas) for p in md.partitions)
+    behind = [p for p in md.partitions if len(p.isr) < len(p.replicas)]
+    if not behind:
+        return True
+    adding = {(r.topic, r.partition): set(r.adding) for r in admin.reassignments()}
+    return all(set(p.replicas) - set(p.isr) <= adding.get((p.topic, p.partition), set()) for p in behind)

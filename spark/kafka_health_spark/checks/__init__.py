@@ -79,12 +79,14 @@ def all_checks() -> list[Check]:
         lag,
         leadership,
         quorum,
+        reassignment,
         rebalance,
         replication,
     )
 
     return [
         *replication.CHECKS,
+        *reassignment.CHECKS,
         *leadership.CHECKS,
         *flapping.CHECKS,
         *lag.CHECKS,

@@ -11,7 +11,7 @@ the lists agree with what an operator sees in Kafka's tools:
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_health.models.findings import Severity, SubjectKind
@@ -39,10 +39,30 @@ def _build_with_state(frames: Frames) -> DataFrame:
     )
 
 
-def _with_missing(df: DataFrame) -> DataFrame:
-    """`df` with `missing`, the brokers out of sync as text: a column of a check's rows, not of the
-    shared frame, so it is formatted for the rows a check keeps, not for every partition."""
-    return df.withColumn("missing", id_list(F.array_except("replicas", "isr")))
+def _with_missing(frames: Frames, df: DataFrame) -> DataFrame:
+    """`df` with `missing`, the brokers out of sync as text, and `reassigning`: true when every one
+    of them is a replica a reassignment in flight is adding (out of sync on purpose until it
+    has caught up). Columns of a check's rows, not of the shared frame, so they are computed
+    for the rows a check keeps, not for every partition."""
+    moves = frames.reassignments.select("topic", "partition", F.col("adding").alias("_adding"))
+    out_of_sync = F.array_except("replicas", "isr")
+    return (
+        frames.join(df, frames.small_side(moves), ["topic", "partition"], "left")
+        .withColumn("missing", id_list(out_of_sync))
+        .withColumn(
+            "reassigning",
+            (F.size(out_of_sync) > 0)
+            & F.coalesce(F.size(F.array_except(out_of_sync, F.col("_adding"))) == 0, F.lit(False)),
+        )
+    )
+
+
+def _added(message: Column) -> Column:
+    """`message`, saying when its out-of-sync replicas are being added by a reassignment."""
+    return F.when(
+        F.col("reassigning"),
+        F.concat(message, F.lit(" They are being added by a reassignment (partition_reassigning).")),
+    ).otherwise(message)
 
 
 def _evidence() -> dict[str, F.Column]:
@@ -140,7 +160,7 @@ def offline_partitions(frames: Frames, t: Thresholds) -> DataFrame:
 
 def under_replicated(frames: Frames, t: Thresholds) -> DataFrame:
     """Partitions with a replica out of sync: one failure closer to losing data."""
-    df = _with_missing(_with_state(frames).where(F.col("isr_size") < F.col("rf")))
+    df = _with_missing(frames, _with_state(frames).where(F.col("isr_size") < F.col("rf")))
     return finding_rows(
         df,
         check="under_replicated",
@@ -148,25 +168,34 @@ def under_replicated(frames: Frames, t: Thresholds) -> DataFrame:
         kind=SubjectKind.PARTITION,
         topic=F.col("topic"),
         partition=F.col("partition"),
-        message=F.format_string(
-            "%s-%d has %d of %d replicas in sync; out of sync: broker(s) %s.",
-            "topic",
-            "partition",
-            "isr_size",
-            "rf",
-            "missing",
+        message=_added(
+            F.format_string(
+                "%s-%d has %d of %d replicas in sync; out of sync: broker(s) %s.",
+                "topic",
+                "partition",
+                "isr_size",
+                "rf",
+                "missing",
+            )
         ),
-        evidence={**_evidence(), "out_of_sync": F.col("missing")},
-        remediation=F.format_string("check broker(s) %s: down, or unable to keep up", "missing"),
+        evidence={
+            **_evidence(),
+            "out_of_sync": F.col("missing"),
+            "reassigning": F.when(F.col("reassigning"), F.col("missing")),
+        },
+        remediation=F.when(
+            F.col("reassigning"), F.lit("let the reassignment finish (kafka-reassign-partitions --verify)")
+        ).otherwise(F.format_string("check broker(s) %s: down, or unable to keep up", "missing")),
     )
 
 
 def under_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
     """Partitions that reject acks=all writes (NOT_ENOUGH_REPLICAS) right now."""
     df = _with_missing(
+        frames,
         _with_state(frames).where(
             F.col("leader").isNull() | (F.col("min_isr").isNotNull() & (F.col("isr_size") < F.col("min_isr")))
-        )
+        ),
     )
     return finding_rows(
         df,
@@ -175,14 +204,20 @@ def under_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
         kind=SubjectKind.PARTITION,
         topic=F.col("topic"),
         partition=F.col("partition"),
-        message=F.format_string(
-            "%s-%d has %d in sync, below min.insync.replicas=%s: producers with acks=all fail.",
-            "topic",
-            "partition",
-            "isr_size",
-            F.coalesce(F.col("min_isr").cast("string"), F.lit("?")),
+        message=_added(
+            F.format_string(
+                "%s-%d has %d in sync, below min.insync.replicas=%s: producers with acks=all fail.",
+                "topic",
+                "partition",
+                "isr_size",
+                F.coalesce(F.col("min_isr").cast("string"), F.lit("?")),
+            )
         ),
-        evidence={**_evidence(), "out_of_sync": F.col("missing")},
+        evidence={
+            **_evidence(),
+            "out_of_sync": F.col("missing"),
+            "reassigning": F.when(F.col("reassigning"), F.col("missing")),
+        },
         remediation=F.when(
             F.col("isr_size") < F.col("rf"), F.format_string("restore broker(s) %s to the ISR", "missing")
         )
@@ -198,7 +233,8 @@ def at_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
     (min.insync.replicas = RF, reported by the durability checks).
     """
     df = _with_missing(
-        _with_state(frames).where(F.col("min_isr").isNotNull() & (F.col("isr_size") == F.col("min_isr")))
+        frames,
+        _with_state(frames).where(F.col("min_isr").isNotNull() & (F.col("isr_size") == F.col("min_isr"))),
     )
     return finding_rows(
         df,
@@ -209,13 +245,19 @@ def at_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
         kind=SubjectKind.PARTITION,
         topic=F.col("topic"),
         partition=F.col("partition"),
-        message=F.format_string(
-            "%s-%d has exactly min.insync.replicas=%d in sync: one more loss stops acks=all writes.",
-            "topic",
-            "partition",
-            "min_isr",
+        message=_added(
+            F.format_string(
+                "%s-%d has exactly min.insync.replicas=%d in sync: one more loss stops acks=all writes.",
+                "topic",
+                "partition",
+                "min_isr",
+            )
         ),
-        evidence={**_evidence(), "out_of_sync": F.col("missing")},
+        evidence={
+            **_evidence(),
+            "out_of_sync": F.col("missing"),
+            "reassigning": F.when(F.col("reassigning"), F.col("missing")),
+        },
         remediation=F.when(
             F.col("isr_size") < F.col("rf"), F.format_string("restore broker(s) %s to the ISR", "missing")
         ),

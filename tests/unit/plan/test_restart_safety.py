@@ -8,8 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_health.models.snapshot import Partition
-from kafka_health.plan.restart_safety import RestartSafety, check_restart_safety, order_brokers
+from kafka_health.models.snapshot import Missing, Partition, Reassignment
+from kafka_health.plan.reassignment_safety import reassignments_involving
+from kafka_health.plan.restart_safety import (
+    RestartSafety,
+    check_restart_safety,
+    order_brokers,
+)
 
 from .factories import balanced, partition, snapshot
 
@@ -123,13 +128,55 @@ def test_order_puts_non_voters_first_and_the_active_controller_last() -> None:
     assert order_brokers(snap, [2, 2, 1]) == [1, 2]
 
 
+def test_a_reassignment_holds_the_brokers_it_involves_and_its_new_replicas_are_no_urp() -> None:
+    """Rule 5: `moving-0` moves from {1, 2} to {2, 3} (3 being added, out of sync on purpose,
+    1 being removed). Brokers 1, 2 and 3 are held by rule 5; broker 4, which it does not
+    involve, may restart: rule 1 does not count 3's replica as under-replicated."""
+    parts = [*balanced(brokers=(1, 2, 3, 4)), partition("moving", 0, [1, 2, 3], isr=[1, 2])]
+    snap = snapshot(parts, brokers=(1, 2, 3, 4), min_isr={"orders": 2, "moving": 1})
+    snap.reassignments = [
+        Reassignment(topic="moving", partition=0, replicas=[1, 2, 3], adding=[3], removing=[1])
+    ]
+    for broker in (1, 2, 3):
+        held = check_restart_safety(snap, broker)
+        assert rules(held) == {"reassignment"}, held.blockers
+        assert held.blockers[0].partitions == ["moving-0"]
+        assert "kafka-reassign-partitions --verify" in held.blockers[0].message
+    assert check_restart_safety(snap, 4).safe
+    # A replica out of sync that nobody adds is under-replicated as ever.
+    snap.partitions[-1] = partition("moving", 0, [1, 2, 3], isr=[1])
+    assert "under_replicated" in rules(check_restart_safety(snap, 4))
+
+
+def test_unread_reassignments_block_and_a_dedicated_controller_ignores_them() -> None:
+    snap = snapshot(brokers=(1, 2, 3))
+    snap.missing = [Missing(part="reassignments", reason="authorization denied")]
+    assert rules(check_restart_safety(snap, 1)) == {"reassignment_unknown"}
+
+
+def test_a_roll_names_the_reassignments_that_involve_its_brokers() -> None:
+    snap = snapshot(brokers=(1, 2, 3, 4))
+    snap.reassignments = [
+        Reassignment(topic="a", partition=p, replicas=[1, 2, 3], adding=[3], removing=[1]) for p in range(5)
+    ]
+    assert reassignments_involving(snap, [4]) is None
+    why = reassignments_involving(snap, [1, 4])
+    assert why == (
+        "5 partition reassignment(s) in flight (a-0, a-1, a-2, ...) involve broker(s) 1: the roll starts "
+        "once they complete (kafka-reassign-partitions --verify)"
+    )
+
+
 # --- property: `safe` exactly when the rule text says so --------------------------------------
 
 
+Cluster = tuple[list[Partition], dict[str, int], int, list[Reassignment]]
+
+
 @st.composite
-def clusters(draw: st.DrawFn) -> tuple[list[Partition], dict[str, int], int]:
+def clusters(draw: st.DrawFn) -> Cluster:
     brokers = [1, 2, 3, 4]
-    parts = []
+    parts, moves = [], []
     min_isr = {}
     for t in range(draw(st.integers(1, 4))):
         topic = f"t{t}"
@@ -140,24 +187,35 @@ def clusters(draw: st.DrawFn) -> tuple[list[Partition], dict[str, int], int]:
             isr = [b for b in replicas if draw(st.booleans())] or replicas[:1]
             isr = replicas if draw(st.booleans()) else isr
             parts.append(partition(topic, p, replicas, isr=isr, leader=isr[0]))
-    return parts, min_isr, draw(st.sampled_from(brokers))
+            if draw(st.booleans()):  # being reassigned: some replicas added, some removed
+                adding = [b for b in replicas if draw(st.booleans())]
+                removing = [b for b in replicas if b not in adding and draw(st.booleans())]
+                moves.append(
+                    Reassignment(
+                        topic=topic, partition=p, replicas=replicas, adding=adding, removing=removing
+                    )
+                )
+    return parts, min_isr, draw(st.sampled_from(brokers)), moves
 
 
 @settings(max_examples=300, deadline=None)
 @given(clusters())
-def test_safe_iff_the_rules_hold(case: tuple[list[Partition], dict[str, int], int]) -> None:
-    parts, min_isr, candidate = case
+def test_safe_iff_the_rules_hold(case: Cluster) -> None:
+    parts, min_isr, candidate, moves = case
     snap = snapshot(parts, brokers=(1, 2, 3, 4), min_isr=dict(min_isr), voters=(1, 2, 3, 4), controller=4)
+    snap.reassignments = moves
     result = check_restart_safety(snap, candidate, remaining=[candidate])
 
-    no_urp = all(len(p.isr) == len(p.replicas) for p in parts)
+    adding = {(r.topic, r.partition): set(r.adding) for r in moves}
+    no_urp = all(set(p.replicas) - set(p.isr) <= adding.get((p.topic, p.partition), set()) for p in parts)
+    not_involved = all(candidate not in {*r.replicas, *r.adding, *r.removing} for r in moves)
     per_partition_ok = all(
         len(p.replicas) <= min_isr[p.topic]
         or not (len(p.isr) < min_isr[p.topic] or (len(p.isr) == min_isr[p.topic] and candidate in p.isr))
         for p in parts
         if candidate in p.replicas
     )
-    assert result.safe == (no_urp and per_partition_ok)
+    assert result.safe == (no_urp and per_partition_ok and not_involved)
     skipped = {(s.topic, s.partition) for s in result.skipped}
     assert skipped == {
         (p.topic, p.partition)

@@ -19,6 +19,7 @@ from kafka_health.models.policy import (
     RollWaitReason,
     WithheldReason,
 )
+from kafka_health.models.snapshot import Reassignment
 from kafka_health.plan.decision import Verdict
 from kafka_health.plan.planner import plan
 from kafka_health.report.remediation_status import apply_decision
@@ -30,8 +31,12 @@ from .test_planner import in_flight as planner_in_flight
 WINDOW = [{"name": "nightly", "schedule": "0 2 * * *", "duration": "2h"}]  # open at NOW
 
 
-def roll_spec(timeout: str | None = None, never_safe: str | None = None, **extra: Any) -> Any:
+def roll_spec(
+    timeout: str | None = None, never_safe: str | None = None, reassignments: str | None = None, **extra: Any
+) -> Any:
     rr: dict[str, Any] = {"requests": [{"id": "r1"}]}
+    if reassignments is not None:
+        rr["reassignmentsInFlight"] = reassignments
     if timeout is not None:
         rr["timeouts"] = {"safeToRestart": timeout}
     if never_safe is not None:
@@ -207,6 +212,68 @@ def test_refuse_in_flight_blocks_the_broker_that_holds_one() -> None:
     assert "never_safe" in decision.roll_wait.rules and decision.roll_wait.partitions == ["t-0"]
     proceed = plan(context(roll_spec(never_safe="Proceed"), never_safe_cluster(), status=in_flight()))
     assert proceed.verdict is Verdict.ACT
+
+
+# --- reassignments in flight (restart safety rule 5, reassignmentsInFlight) ----------------------
+
+
+def moving_cluster(taken_at: Any = NOW) -> Any:
+    """`m-0` moves from {2, 3} to {1, 2}: broker 1 being added (out of sync on purpose), 3 removed."""
+    snap = snapshot(
+        [*balanced(), partition("m", 0, [2, 3, 1], isr=[2, 3])],
+        min_isr={"orders": 2, "m": 1},
+        taken_at=taken_at,
+    )
+    snap.reassignments = [Reassignment(topic="m", partition=0, replicas=[2, 3, 1], adding=[1], removing=[3])]
+    return snap
+
+
+def test_a_roll_does_not_start_while_a_reassignment_involves_its_brokers_unless_proceed() -> None:
+    decision = plan(context(roll_spec(), moving_cluster()))
+    assert decision.verdict is Verdict.NONE
+    held = [w for w in decision.withheld if w.action is ActionType.ROLLING_RESTART]
+    assert [w.reason for w in held] == [WithheldReason.REASSIGNMENT_IN_PROGRESS]
+    assert "m-0" in held[0].message and "reassignmentsInFlight: Proceed" in held[0].message
+    # Proceed: the roll starts, but its first broker (1, being added) is held by rule 5.
+    proceed = plan(context(roll_spec(reassignments="Proceed"), moving_cluster()))
+    held = [w for w in proceed.withheld if w.action is ActionType.ROLLING_RESTART]
+    assert proceed.verdict is Verdict.NONE
+    assert [w.reason for w in held] == [WithheldReason.REASSIGNMENT_IN_PROGRESS]
+    assert "broker 1: 1 partition reassignment(s) in flight involve broker 1" in held[0].message
+
+
+def test_a_roll_in_flight_waits_for_a_reassignment_with_its_own_reason_and_timeout() -> None:
+    """Broker 2 is next and `m-0` involves it: the wait is ReassignmentInProgress, bounded by
+    timeouts.reassignment (6h by default), not by safeToRestart (15m), and the replica being
+    added is not an under-replicated partition."""
+    decision = plan(context(roll_spec(), moving_cluster(), status=in_flight()))
+    wait = decision.roll_wait
+    assert decision.verdict is Verdict.NONE and wait is not None and wait.started
+    assert wait.reason is RollWaitReason.REASSIGNMENT_IN_PROGRESS
+    assert wait.rules == ["reassignment"] and wait.partitions == ["m-0"]
+    assert wait.deadline == NOW + timedelta(hours=6)
+    assert [w.reason for w in decision.withheld if w.id == "r1"] == [WithheldReason.REASSIGNMENT_IN_PROGRESS]
+    status = in_flight(
+        waitingSince=(NOW - timedelta(hours=1)).isoformat(), waitingReason="ReassignmentInProgress"
+    )
+    assert plan(context(roll_spec(), moving_cluster(), status=status)).verdict is Verdict.NONE  # past 15m
+    since = (NOW - timedelta(hours=6)).isoformat()  # the maintenance window is open only at NOW
+    long_ago = in_flight(waitingSince=since, waitingReason="ReassignmentInProgress")
+    halted = plan(context(roll_spec(), moving_cluster(), status=long_ago))
+    assert halted.verdict is Verdict.HALT
+    assert (
+        "the reassignments in flight on it did not complete within 6h (timeouts.reassignment)"
+        in halted.reason
+    )
+    # Anything else blocking too (m-0 at min ISR 2 with broker 2 in it): the usual safety wait.
+    both = moving_cluster()
+    both.topic_configs = [c.model_copy(update={"min_insync_replicas": 2}) for c in both.topic_configs]
+    mixed = plan(context(roll_spec(), both, status=in_flight())).roll_wait
+    assert mixed is not None and mixed.reason is RollWaitReason.WAITING_FOR_SAFETY
+    assert mixed.rules == ["min_isr", "reassignment"] and mixed.deadline == NOW + timedelta(minutes=15)
+    short = roll_spec()
+    short.remediation.rolling_restart.timeouts.reassignment = "30m"
+    assert plan(context(short, moving_cluster(), status=status)).verdict is Verdict.HALT
 
 
 # --- status written by the roll driver over the cycle's ------------------------------------------

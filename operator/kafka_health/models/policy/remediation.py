@@ -177,6 +177,12 @@ class RestartTimeouts(SpecModel):
         "rule passes and every broker pod is Ready), counted from when the roll started waiting. "
         "On timeout the roll halts (Degraded, RemediationHalted).",
     )
+    reassignment: PositiveDuration = Field(
+        "6h",
+        description="Between brokers: for the partition reassignments in flight that involve the next broker "
+        "to complete (restart safety rule 5; the roll waits as ReassignmentInProgress, not as an unsafe "
+        "broker), counted from when the roll started waiting. On timeout the roll halts (RemediationHalted).",
+    )
 
 
 class NeverSafePartitions(StrEnum):
@@ -187,6 +193,17 @@ class NeverSafePartitions(StrEnum):
     PROCEED = "Proceed"
     """The roll goes ahead; status and the RollStarted Event name the partitions that will be
     unavailable to acks=all producers while their broker restarts."""
+
+
+class ReassignmentsInFlight(StrEnum):
+    """What a roll does about partition reassignments in flight when it would start."""
+
+    REFUSE = "Refuse"
+    """The roll does not start while a reassignment involves a broker it restarts; withheld as
+    ReassignmentInProgress until they complete."""
+    PROCEED = "Proceed"
+    """The roll starts; it still holds before each broker a reassignment involves (restart safety
+    rule 5, up to timeouts.reassignment)."""
 
 
 class RollingRestart(SpecModel):
@@ -208,6 +225,13 @@ class RollingRestart(SpecModel):
         "while a broker holding one restarts, acks=all producers to it fail (RF 1: it is offline). "
         "Refuse (default): the roll does not start while a broker to restart holds one. "
         "Proceed: roll anyway; status and the RollStarted Event name them.",
+    )
+    reassignments_in_flight: ReassignmentsInFlight = Field(
+        ReassignmentsInFlight.REFUSE,
+        description="Partition reassignments in flight (kafka-reassign-partitions, Cruise Control, a rebalance) "
+        "that involve brokers the roll restarts. Refuse (default): the roll does not start until they complete "
+        "(ReassignmentInProgress). Proceed: it starts, and holds before each broker a reassignment involves, "
+        "up to timeouts.reassignment. Either way a reassignment's new replicas are never taken for a failed broker.",
     )
     requests: list[RollingRestartRequest] | None = Field(
         None, max_length=MAX_REQUESTS, description="Restart requests by id.", json_schema_extra=REQUEST_LIST

@@ -1,0 +1,79 @@
+"""The admin calls made with kafka-python (`kafka_python.KafkaPython`), mixed into
+`admin_calls.AdminCalls`: what confluent-kafka lacks in Python — broker registrations including
+fenced brokers, the KRaft metadata quorum, eligible leader replicas, partition reassignments.
+Each call is bounded by `KafkaPython.call`; what each returns is documented in `admin_api`."""
+
+from __future__ import annotations
+
+from kafka_health.collect import kafka_python as kpy
+from kafka_health.collect import parse
+from kafka_health.collect.connection import redact
+from kafka_health.collect.kafka_python import MIN_PER_NODE, KafkaPython, describe_metadata_quorum
+from kafka_health.collect.results import ZOOKEEPER_MODE, AdminCallError, BrokerRegistration, Partial, Timeouts
+from kafka_health.models.snapshot import EligibleLeaders as Eligible
+from kafka_health.models.snapshot import Quorum, Reassignment
+
+
+class KafkaPythonCalls:
+    """The `_do_<call>` methods of the calls kafka-python makes (a mixin: `AdminCalls` owns
+    the client and the timeouts)."""
+
+    _kp: KafkaPython
+    timeouts: Timeouts
+    _secrets: list[str]
+
+    def _do_describe_cluster(self) -> list[BrokerRegistration]:
+        budget = self.timeouts.metadata + self.timeouts.request
+        raw = self._kp.call("describe_cluster", lambda kp: kp.describe_cluster(), budget)
+        return sorted(
+            (
+                BrokerRegistration(
+                    id=int(b["broker_id"]),
+                    host=str(b["host"]),
+                    port=int(b["port"]),
+                    rack=b.get("rack"),
+                    fenced=bool(b.get("is_fenced", False)),
+                )
+                for b in raw["brokers"]
+            ),
+            key=lambda b: b.id,
+        )
+
+    def _do_describe_quorum(self) -> Quorum:
+        budget = self.timeouts.metadata + self.timeouts.request
+        per_node = max(MIN_PER_NODE, self.timeouts.request / 2)
+        raw = self._kp.call(
+            "describe_metadata_quorum", lambda kp: describe_metadata_quorum(kp, per_node), budget
+        )
+        if raw is None:
+            raise AdminCallError("describe_metadata_quorum", ZOOKEEPER_MODE)
+        try:
+            return parse.quorum(raw)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise AdminCallError("describe_metadata_quorum", redact(str(exc), self._secrets)) from None
+
+    def _do_eligible_leaders(self, topics: list[str]) -> Partial[str, list[Eligible]]:
+        budget = self.timeouts.metadata + self.timeouts.request
+        per_node = max(MIN_PER_NODE, self.timeouts.request / 2)
+        out: Partial[str, list[Eligible]] = Partial()
+        try:
+            answered = self._kp.call(
+                "describe_topic_partitions",
+                lambda kp: kpy.describe_topic_partitions(kp, topics, per_node),
+                budget,
+            )
+        except AdminCallError as exc:
+            out.errors = dict.fromkeys(topics, exc.reason)
+            return out
+        out.values, out.errors = parse.eligible_leaders(answered)
+        return out
+
+    def _do_reassignments(self) -> list[Reassignment]:
+        budget = self.timeouts.metadata + self.timeouts.request
+        timeout_ms = int(self.timeouts.request * 1000)
+        raw = self._kp.call(
+            "list_partition_reassignments",
+            lambda kp: kp.list_partition_reassignments(timeout_ms=timeout_ms),
+            budget,
+        )
+        return parse.reassignments(raw)

@@ -1,0 +1,62 @@
+"""Restart safety rule 5 (`restart_safety`): partition reassignments in flight.
+
+A reassignment's new replicas are out of sync on purpose until they have caught up; the brokers
+it involves (the partition's replicas, and those being added or removed) should not restart
+before it completes: a restart stalls the move, and the partition's margin is its old replicas.
+So rule 5 holds a broker a reassignment involves, rule 1 does not count the new replicas as
+under-replicated, and a roll does not start while one involves its brokers (unless the policy
+says Proceed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from kafka_health.models.reasons import BlockerRule
+from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health.plan.safety_model import MAX_LISTED, Blocker
+
+
+def being_added(snapshot: ClusterSnapshot) -> dict[tuple[str, int], set[int]]:
+    """The replicas each partition's reassignment in flight is adding."""
+    return {(r.topic, r.partition): set(r.adding) for r in snapshot.reassignments if r.adding}
+
+
+def rule_5_reassignment(snapshot: ClusterSnapshot, broker: int, *, dedicated: bool) -> list[Blocker]:
+    """Rule 5: no reassignment in flight involves the candidate; unread reassignments block."""
+    if dedicated:
+        return []
+    if any(m.part == "reassignments" for m in snapshot.missing):
+        message = "the partition reassignments in flight could not be read"
+        return [Blocker(rule=BlockerRule.REASSIGNMENT_UNKNOWN, message=message)]
+    moving = sorted(
+        f"{r.topic}-{r.partition}"
+        for r in snapshot.reassignments
+        if broker in {*r.replicas, *r.adding, *r.removing}
+    )
+    if not moving:
+        return []
+    message = (
+        f"{len(moving)} partition reassignment(s) in flight involve broker {broker} (first: {moving[0]}): "
+        "it restarts once they complete (kafka-reassign-partitions --verify)"
+    )
+    return [Blocker(rule=BlockerRule.REASSIGNMENT, message=message, partitions=moving[:MAX_LISTED])]
+
+
+def reassignments_involving(snapshot: ClusterSnapshot, brokers: Collection[int]) -> str | None:
+    """Why a roll of `brokers` should not start now: the reassignments in flight that involve
+    them, in words (None: none do)."""
+    wanted = set(brokers)
+    moving = sorted(
+        (r for r in snapshot.reassignments if wanted & {*r.replicas, *r.adding, *r.removing}),
+        key=lambda r: (r.topic, r.partition),
+    )
+    if not moving:
+        return None
+    involved = sorted(wanted & {b for r in moving for b in (*r.replicas, *r.adding, *r.removing)})
+    first = ", ".join(f"{r.topic}-{r.partition}" for r in moving[:3])
+    return (
+        f"{len(moving)} partition reassignment(s) in flight ({first}{', ...' if len(moving) > 3 else ''}) "
+        f"involve broker(s) {', '.join(map(str, involved))}: the roll starts once they complete "
+        "(kafka-reassign-partitions --verify)"
+    )
