@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kafka_health.diagnose.incident_roots import is_cap_notice
+from kafka_health.diagnose.incident_roots import broker_ids, is_cap_notice
 from kafka_health.models.findings import Finding, IncidentKind, PartitionRef, SubjectKind
 
 # The planner's remediation ids (kafka_health_spark.findings; repeated here to keep this module
@@ -145,20 +145,13 @@ def _disk(root: str, members: list[Finding], reach: Reach) -> Description:
 
 
 def _ids(members: list[Finding], key: str) -> str:
-    ids = sorted(
-        {b for f in members for b in str(f.evidence.get(key) or "").split(",") if b.isdigit()}, key=int
-    )
-    return ",".join(ids) or "none"
+    return ",".join(map(str, sorted({b for f in members for b in broker_ids(f.evidence.get(key))}))) or "none"
 
 
 def _reassignment(root: str, members: list[Finding], reach: Reach) -> Description:
     moving = [f for f in members if f.check == "partition_reassigning"]
     in_sync = sum(int(str(f.evidence.get("added_in_sync") or 0)) for f in moving)
-    new = sum(
-        len(str(f.evidence.get("adding") or "").split(","))
-        for f in moving
-        if f.evidence.get("adding") != "none"
-    )
+    new = sum(len(broker_ids(f.evidence.get("adding"))) for f in moving)
     throttled = sum(1 for f in moving if f.evidence.get("throttled") == "yes")
     adding, removing = _ids(moving, "adding"), _ids(moving, "removing")
     title = (

@@ -10,16 +10,22 @@ says Proceed).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 
 from kafka_health.models.reasons import BlockerRule
-from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health.models.snapshot import ClusterSnapshot, Partition, Reassignment
 from kafka_health.plan.safety_model import MAX_LISTED, Blocker
 
 
-def being_added(snapshot: ClusterSnapshot) -> dict[tuple[str, int], set[int]]:
+def being_added(reassignments: Iterable[Reassignment]) -> dict[tuple[str, int], set[int]]:
     """The replicas each partition's reassignment in flight is adding."""
-    return {(r.topic, r.partition): set(r.adding) for r in snapshot.reassignments if r.adding}
+    return {(r.topic, r.partition): set(r.adding) for r in reassignments if r.adding}
+
+
+def only_added_out_of_sync(p: Partition, adding: Mapping[tuple[str, int], set[int]]) -> bool:
+    """Every replica of `p` out of its ISR is one a reassignment is adding (out of sync on
+    purpose): not under-replicated by a failure (rule 1, and the roll's wait for 0 URP)."""
+    return set(p.replicas) - set(p.isr) <= adding.get((p.topic, p.partition), set())
 
 
 def rule_5_reassignment(snapshot: ClusterSnapshot, broker: int, *, dedicated: bool) -> list[Blocker]:

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kafka_health.models.reasons import BlockerRule
 from kafka_health.models.snapshot import ClusterSnapshot, Partition, Quorum, QuorumVoter
-from kafka_health.plan.reassignment_safety import being_added, rule_5_reassignment
+from kafka_health.plan.reassignment_safety import being_added, only_added_out_of_sync, rule_5_reassignment
 from kafka_health.plan.safety_model import MAX_LISTED, Blocker
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ def check_restart_safety(
     # Rules 1 and 2 concern partitions: a controller-only node holds none, so its restart changes no ISR.
     partitions = [] if dedicated else snapshot.partitions
     one_at_a_time = rule_4_one_at_a_time(snapshot, broker, dedicated=dedicated)
-    replicated = rule_1_fully_replicated(partitions, broker, adding=being_added(snapshot))
+    replicated = rule_1_fully_replicated(partitions, broker, adding=being_added(snapshot.reassignments))
     isr_blockers, skipped = rule_2_min_isr(snapshot, partitions, broker)
     blockers = [
         *one_at_a_time,
@@ -167,12 +167,7 @@ def rule_1_fully_replicated(
     """Rule 1: cluster-wide, no offline and no under-replicated partition (a partition out of
     sync only on replicas a reassignment is `adding` is left to rule 5)."""
     offline = [p for p in partitions if p.leader is None]
-    urp = [
-        p
-        for p in partitions
-        if len(p.isr) < len(p.replicas)
-        and not set(p.replicas) - set(p.isr) <= adding.get((p.topic, p.partition), set())
-    ]
+    urp = [p for p in partitions if len(p.isr) < len(p.replicas) and not only_added_out_of_sync(p, adding)]
     blockers: list[Blocker] = []
     _block_on(blockers, BlockerRule.OFFLINE, offline, f"{len(offline)} offline partition(s)")
     _block_on(

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.k8s.client import K8s, K8sError
 from kafka_health.models.policy import BrokerPods, CurrentRemediation, RemediationStep, RestartBegun
+from kafka_health.plan.reassignment_safety import being_added, only_added_out_of_sync
 from kafka_health.plan.restart_resume import resume_step
 from kafka_health.plan.restart_safety import RestartSafety, voter_rejoined
 from kafka_health.plan.safety_model import Blocker
@@ -109,5 +110,5 @@ def fully_replicated(admin: KafkaAdmin) -> bool:
     behind = [p for p in md.partitions if len(p.isr) < len(p.replicas)]
     if not behind:
         return True
-    adding = {(r.topic, r.partition): set(r.adding) for r in admin.reassignments()}
-    return all(set(p.replicas) - set(p.isr) <= adding.get((p.topic, p.partition), set()) for p in behind)
+    adding = being_added(admin.reassignments())
+    return all(only_added_out_of_sync(p, adding) for p in behind)

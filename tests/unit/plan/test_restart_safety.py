@@ -148,7 +148,7 @@ def test_a_reassignment_holds_the_brokers_it_involves_and_its_new_replicas_are_n
     assert "under_replicated" in rules(check_restart_safety(snap, 4))
 
 
-def test_unread_reassignments_block_and_a_dedicated_controller_ignores_them() -> None:
+def test_unread_reassignments_block() -> None:
     snap = snapshot(brokers=(1, 2, 3))
     snap.missing = [Missing(part="reassignments", reason="authorization denied")]
     assert rules(check_restart_safety(snap, 1)) == {"reassignment_unknown"}
