@@ -215,21 +215,23 @@ def test_acl_table_each_grant_unlocks_exactly_its_part(sasl: Testbed, tmp_path: 
         # Kafka hides topics and groups the principal may not DESCRIBE, and without DESCRIBE on
         # CLUSTER the brokers' log dirs that would count them are denied too: said, not "0 topics".
         assert snap.partitions == [] and snap.groups == []
-        assert set(missing) == {"quorum", "log_dirs:0", "visibility"}, missing
-        for part in ("quorum", "log_dirs:0", "visibility"):
+        assert set(missing) == {"quorum", "log_dirs:0", "reassignments", "visibility"}, missing
+        for part in ("quorum", "log_dirs:0", "reassignments", "visibility"):
             assert missing[part].startswith("authorization denied: the principal lacks DESCRIBE on CLUSTER")
         assert "the totals cannot be checked" in missing["visibility"]
 
         grant("--operation", "Describe", "--topic", "orders")
         snap, missing = read()
         assert {p.topic for p in snap.partitions} == {"orders"} and len(snap.offsets) == 3
-        assert set(missing) == {"quorum", "log_dirs:0", "configs:orders", "visibility"}, missing
+        assert set(missing) == {"quorum", "log_dirs:0", "reassignments", "configs:orders", "visibility"}, (
+            missing
+        )
         assert "lacks DESCRIBE_CONFIGS on TOPIC orders" in missing["configs:orders"]
 
         grant("--operation", "DescribeConfigs", "--topic", "orders")
         snap, missing = read()
         assert [c.topic for c in snap.topic_configs] == ["orders"]
-        assert set(missing) == {"quorum", "log_dirs:0", "visibility"}, missing
+        assert set(missing) == {"quorum", "log_dirs:0", "reassignments", "visibility"}, missing
 
         grant("--operation", "Describe", "--cluster")
         snap, missing = read()

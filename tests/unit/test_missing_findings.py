@@ -67,6 +67,7 @@ def test_a_quorum_timeout_beside_a_hanging_broker_is_not_called_lost() -> None:
         Missing(part="broker_registrations", reason=timeout),
         quorum,
         Missing(part="log_dirs:0", reason=timeout),
+        Missing(part="reassignments", reason=timeout),  # answered by the active controller
     ]
     assert quorum_lost(shared, brokers_all_alive=True) is quorum
 
