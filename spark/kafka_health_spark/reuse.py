@@ -104,6 +104,7 @@ SNAPSHOT_INPUTS = (
     "quorum_voters",
     "eligible_leaders",
     "reassignments",
+    "listener_certificates",
 )
 INPUTS = (*SNAPSHOT_INPUTS, "partition_transitions", *SAMPLE_WINDOWS)
 INPUT_SCHEMAS: dict[str, T.StructType] = {
@@ -347,6 +348,7 @@ class ReusedPlans:
             quorum_voters=slot["quorum_voters"],
             eligible_leaders=slot["eligible_leaders"],
             reassignments=slot["reassignments"],
+            listener_certificates=slot["listener_certificates"],
             partition_transitions=slot["partition_transitions"],
             broker_samples=slot["broker_samples"],
             group_samples=slot["group_samples"],

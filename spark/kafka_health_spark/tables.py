@@ -16,6 +16,7 @@ from kafka_health.history.schema import member_hash
 from kafka_health.models.snapshot import ClusterSnapshot
 
 I32, I64, STR, BOOL = pa.int32(), pa.int64(), pa.string(), pa.bool_()
+TS = pa.timestamp("us", tz="UTC")
 
 BROKERS = pa.schema([("broker", I32), ("host", STR), ("port", I32), ("rack", STR), ("alive", BOOL)])
 PARTITIONS = pa.schema(
@@ -72,6 +73,22 @@ REASSIGNMENTS = pa.schema(
         ("removing", pa.list_(I32)),
     ]
 )
+# The certificate chain each broker serves on a TLS listener (none on a plaintext connection).
+LISTENER_CERTIFICATES = pa.schema(
+    [
+        ("broker", I32),
+        ("address", STR),
+        ("subject", STR),
+        ("issuer", STR),
+        ("fingerprint_sha256", STR),
+        ("leaf_not_after", TS),
+        ("not_after", TS),
+        ("expiring", STR),
+        ("chain_length", I32),
+        ("verified", BOOL),
+        ("verify_error", STR),
+    ]
+)
 
 SCHEMAS: dict[str, pa.Schema] = {
     "brokers": BROKERS,
@@ -85,6 +102,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "quorum_voters": QUORUM_VOTERS,
     "eligible_leaders": ELIGIBLE_LEADERS,
     "reassignments": REASSIGNMENTS,
+    "listener_certificates": LISTENER_CERTIFICATES,
 }
 
 
@@ -225,6 +243,10 @@ def _reassignments(s: ClusterSnapshot) -> pa.Table:
     return _fields(REASSIGNMENTS, s.reassignments)
 
 
+def _listener_certificates(s: ClusterSnapshot) -> pa.Table:
+    return _fields(LISTENER_CERTIFICATES, s.listener_certificates)
+
+
 # One builder per table, in the order the tables have always had.
 _BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
     "brokers": _brokers,
@@ -238,4 +260,5 @@ _BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
     "quorum_voters": _quorum_voters,
     "eligible_leaders": _eligible_leaders,
     "reassignments": _reassignments,
+    "listener_certificates": _listener_certificates,
 }

@@ -91,6 +91,14 @@ class Thresholds(BaseModel):
     disk_full_warn_hours: float = Field(48, ge=0, description="Warn when a broker's disks fill sooner.")
     disk_full_critical_hours: float = Field(12, ge=0)
 
+    # -- listener certificates
+    certificate_warn_days: float = Field(
+        30, gt=0, description="Warn when a broker's served certificate chain ends within this many days."
+    )
+    certificate_critical_days: float = Field(
+        7, ge=0, description="Critical when it ends within this many days (or has ended)."
+    )
+
     # -- durability
     min_replication_factor: int = Field(3, ge=1)
     min_insync_replicas: int = Field(2, ge=1, description="min.insync.replicas below this is a risk.")

@@ -30,6 +30,7 @@ PORT_OFFSET = {
     "visibility:sasl_ssl": 2200,  # 3 brokers: 2200-2202, 2300-2302, 2400-2402
     "operator-visibility:sasl_ssl": 2250,  # 1 broker: 2250, 2350, 2450
     "acl_table:sasl_ssl": 2500,  # 3 brokers: 2500-2502, 2600-2602, 2700-2702
+    "certificates:ssl": 2860,  # 2 brokers: 2860-2861, 2960-2961, 3060-3061
 }
 
 

@@ -332,6 +332,38 @@ def test_a_reassignment_is_one_incident_and_its_new_replicas_are_no_broker_out_o
     assert_each_finding_once(findings, list(ids.values()))
 
 
+def test_listener_certificates_are_one_incident_soonest_first() -> None:
+    """Expiry per broker, the issuers' mismatch and the brokers whose chain could not be read are
+    one `certificates:cluster`, its title naming the soonest ends first; a down broker keeps its own."""
+    findings = [
+        finding(
+            "listener_certificate_expiry", W, broker=0, days_left=19.9, not_after="2026-12-18 07:30:00 UTC"
+        ),
+        finding(
+            "listener_certificate_expiry", C, broker=1, days_left=2.95, not_after="2026-12-01 06:20:00 UTC"
+        ),
+        finding(
+            "listener_certificate_expiry", C, broker=2, days_left=-1.0, not_after="2026-11-22 07:30:00 UTC"
+        ),
+        finding(
+            "listener_certificate_mismatch", W, issuers=2, by_issuer="CN=a: broker(s) 0; CN=b: broker(s) 1,2"
+        ),
+        finding("snapshot_incomplete", W, part="certificates:3", reason="TLS handshake ... failed"),
+        broker_missing(4),
+    ]
+    ids = by_id(group_incidents(findings))
+    assert set(ids) == {"certificates:cluster", "broker_down:4"}
+    certs = ids["certificates:cluster"]
+    assert certs.kind is IncidentKind.CERTIFICATES and certs.severity is C and certs.action is None
+    assert certs.title == (
+        "Listener certificates: served certificates ending: broker 2 ended 2026-11-22 07:30:00 UTC, "
+        "broker 1 in 3.0 days, broker 0 in 19.9 days; served from 2 issuers; the certificates of 1 broker "
+        "not read."
+    )
+    assert certs.evidence["expiring_brokers"] == 3
+    assert_each_finding_once(findings, list(ids.values()))
+
+
 def test_a_down_broker_claims_a_partition_being_reassigned_onto_it() -> None:
     findings = [
         broker_missing(2),

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from kafka_health.collect import security_errors
 from kafka_health.collect.connection import ConnectionConfig, redact
@@ -37,6 +37,7 @@ from kafka_health.collect.results import (
 from kafka_health.models.snapshot import (
     EligibleLeaders,
     GroupOffset,
+    ListenerCertificate,
     LogDir,
     PartitionOffsets,
     Quorum,
@@ -223,6 +224,19 @@ class AdminApi(ABC):
         active controller): replicas, adding and removing brokers of each."""
         result: list[Reassignment] = self._read_whole("reassignments")
         return result
+
+    def listener_certificates(
+        self, brokers: Iterable[tuple[int, str, int]]
+    ) -> Partial[int, ListenerCertificate]:
+        """Per broker id, the certificate chain it serves at (host, port) of `brokers` (id, host,
+        port), read by a TLS handshake of our own with the client's CA and certificate
+        (`tls_probe.served_certificates`)."""
+        wanted = sorted(set(brokers))
+        if not wanted:
+            return Partial()
+        # Sent as (id, host, port); answered per id (the address is not the key a caller knows).
+        result: Any = self._read_each("listener_certificates", wanted)
+        return cast(Partial[int, ListenerCertificate], result)
 
     def describe_log_dirs(self, broker_ids: Iterable[int]) -> Partial[int, list[LogDir]]:
         """Log directories per broker, one request per broker sent in parallel."""

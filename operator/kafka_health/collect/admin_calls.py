@@ -59,8 +59,15 @@ from kafka_health.collect.results import (
     Timeouts,
     TopicPartitionKey,
 )
-from kafka_health.collect.tls_probe import checker
-from kafka_health.models.snapshot import Broker, GroupOffset, LogDir, Partition, PartitionOffsets
+from kafka_health.collect.tls_probe import checker, served_certificates
+from kafka_health.models.snapshot import (
+    Broker,
+    GroupOffset,
+    ListenerCertificate,
+    LogDir,
+    Partition,
+    PartitionOffsets,
+)
 
 __all__ = ["AdminCalls"]
 
@@ -430,6 +437,11 @@ class AdminCalls(KafkaPythonCalls, AdminApi):
         return out
 
     # ------------------------------------------------------------------ kafka-python
+    def _do_listener_certificates(
+        self, brokers: list[tuple[int, str, int]]
+    ) -> Partial[int, ListenerCertificate]:
+        return served_certificates(self.connection, {b: (h, p) for b, h, p in brokers}, self.timeouts.request)
+
     def _do_describe_log_dirs(self, ids: list[int]) -> Partial[int, list[LogDir]]:
         out: Partial[int, list[LogDir]] = Partial()
         try:

@@ -80,6 +80,11 @@ class ConnectionConfig:
         """The secret values, for scrubbing text that leaves this package."""
         return [v for k, v in self.options.items() if k in SECRET_KEYS and v]
 
+    @property
+    def uses_tls(self) -> bool:
+        """The client speaks TLS to the brokers (security.protocol SSL or SASL_SSL)."""
+        return self.options.get("security.protocol", "PLAINTEXT").endswith("SSL")
+
     def confluent(self) -> dict[str, str]:
         """Options for confluent-kafka (librdkafka) clients."""
         return {"bootstrap.servers": self.bootstrap_servers, **self.options}

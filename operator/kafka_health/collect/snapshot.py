@@ -37,6 +37,7 @@ from kafka_health.models.snapshot import (
     ConsumerGroup,
     EligibleLeaders,
     GroupOffset,
+    ListenerCertificate,
     LogDir,
     Missing,
     Partition,
@@ -80,6 +81,7 @@ def collect_snapshot(
     snap.brokers = merge_brokers(md.brokers, parts.registrations[0], md.partitions)
     snap.topic_configs, snap.offsets, snap.groups = parts.configs[0], parts.offsets[0], parts.groups[0]
     snap.eligible_leaders, snap.reassignments = parts.elr[0], parts.reassignments[0]
+    snap.listener_certificates = parts.certificates[0]
     for part in (getattr(parts, f.name) for f in fields(parts)):
         snap.missing.extend(part[1])
     if not safety_only:
@@ -120,6 +122,7 @@ class _Parts:
     dirs: Part[Partial[int, list[LogDir]] | None]
     elr: Part[list[EligibleLeaders]]
     reassignments: Part[list[Reassignment]]
+    certificates: Part[list[ListenerCertificate]]
 
 
 def _read_parts(admin: KafkaAdmin, md: ClusterMetadata, safety_only: bool) -> _Parts:
@@ -137,6 +140,10 @@ def _read_parts(admin: KafkaAdmin, md: ClusterMetadata, safety_only: bool) -> _P
         f_dirs = pool.submit(_guard, "log_dirs", None, lambda: _dirs(admin, alive))
         f_elr = pool.submit(_guard, "eligible_leaders", [], lambda: _eligible(admin, md.partitions))
         f_moves = pool.submit(_guard, "reassignments", [], lambda: (admin.reassignments(), []))
+        tls = admin.connection.uses_tls and not safety_only
+        f_certs = pool.submit(
+            _guard, "certificates", [], lambda: _certificates(admin, md) if tls else ([], [])
+        )
         return _Parts(
             f_regs.result(),
             f_quorum.result(),
@@ -146,6 +153,7 @@ def _read_parts(admin: KafkaAdmin, md: ClusterMetadata, safety_only: bool) -> _P
             f_dirs.result(),
             f_elr.result(),
             f_moves.result(),
+            f_certs.result(),
         )
 
 
@@ -219,6 +227,13 @@ def _eligible(admin: KafkaAdmin, partitions: list[Partition]) -> Part[list[Eligi
     raw = admin.eligible_leaders(topics)
     found = [e for t in sorted(raw.values) for e in raw.values[t] if e.elr or e.last_known_elr]
     return found, [Missing(part=f"eligible_leaders:{t}", reason=r) for t, r in sorted(raw.errors.items())]
+
+
+def _certificates(admin: KafkaAdmin, md: ClusterMetadata) -> Part[list[ListenerCertificate]]:
+    """The chain each alive broker serves at the address the metadata advertises to this client."""
+    raw = admin.listener_certificates((b.id, b.host, b.port) for b in md.brokers)
+    found = [raw.values[b] for b in sorted(raw.values)]
+    return found, [Missing(part=f"certificates:{b}", reason=r) for b, r in sorted(raw.errors.items())]
 
 
 def _offsets(admin: KafkaAdmin, partitions: list[Partition]) -> Part[list[PartitionOffsets]]:

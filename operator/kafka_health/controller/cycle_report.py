@@ -57,6 +57,8 @@ class CycleMetrics:
     healthy: bool | None = None
     findings: Mapping[tuple[str, str], int] | None = None
     """(check, severity) → count; the policy's series are replaced by these (None: untouched)."""
+    certificates: Mapping[int, float] | None = None
+    """Broker → Unix time its served certificate chain ends; replaced like `findings`."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ def report_cycle(
         diagnosed_at=unix_now,
         healthy=diagnosis.exit_code() == 0,
         findings=Counter((f.check, f.severity.value) for f in diagnosis.findings),
+        certificates={b: t.timestamp() for b, t in diagnosis.certificates_not_after.items()},
     )
     to_post, reported = _diagnosis_events(before, diagnosis, written, interval, now)
     return CycleReport(metrics=metrics, events=tuple(to_post), reported=reported, status=status)

@@ -206,5 +206,9 @@ def apply_report(body: Any, namespace: str, name: str, report: CycleReport) -> N
         metrics.remove_series([metrics.FINDINGS], namespace, name)
         for (check, severity), n in m.findings.items():
             metrics.FINDINGS.labels(namespace, name, check, severity).set(n)
+    if m.certificates is not None:
+        metrics.remove_series([metrics.CERTIFICATE_EXPIRY], namespace, name)
+        for broker, not_after in m.certificates.items():
+            metrics.CERTIFICATE_EXPIRY.labels(namespace, name, str(broker)).set(not_after)
     for event in report.events:
         events.post(body, event)

@@ -38,6 +38,8 @@ CHECK_TOGGLES: dict[str, str] = {
     "quorum_voter_lagging": "quorum",
     "quorum_observer_lagging": "quorum",
     "broker_missing": "quorum",
+    "listener_certificate_expiry": "certificates",
+    "listener_certificate_mismatch": "certificates",
 }
 
 
@@ -67,6 +69,8 @@ def thresholds_for(checks: Checks) -> Thresholds:
             "min_replication_factor": checks.durability.min_replication_factor,
             "min_insync_replicas": checks.durability.min_insync_replicas,
             "quorum_lag_records": checks.quorum.max_voter_lag,
+            "certificate_warn_days": checks.certificates.warning_days,
+            "certificate_critical_days": checks.certificates.critical_days,
         }
     )
 

@@ -3,7 +3,7 @@
 Each rule is a function of one finding and the context (the down and churning brokers, the
 never-safe topics, the offline partitions); the first that names a root claims the finding, so
 every finding is in exactly one incident. The order is the one the incidents module's docstring
-lists (1 to 11).
+lists (1 to 12).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ TOPIC_DURABILITY_CHECKS = frozenset({"low_replication_factor", "low_min_isr", "u
 GROUP_CHECKS = frozenset({"consumer_lag", "offset_out_of_range", "offset_expiry", "rebalance_storm"})
 DISK_CHECKS = frozenset({"disk_usage", "disk_time_to_full", "log_dir_error"})
 LEADERSHIP_CHECKS = frozenset({"leader_imbalance", "leader_skew"})
+CERTIFICATE_CHECKS = frozenset({"listener_certificate_expiry", "listener_certificate_mismatch"})
 
 Root = tuple[IncidentKind, str]
 
@@ -262,6 +263,15 @@ def _leadership(f: Finding, ctx: Context) -> Root | None:
     return (IncidentKind.LEADERSHIP, "cluster") if f.check in LEADERSHIP_CHECKS else None
 
 
+# 11. Listener certificates.
+def _certificates(f: Finding, ctx: Context) -> Root | None:
+    if f.check in CERTIFICATE_CHECKS:
+        return IncidentKind.CERTIFICATES, "cluster"
+    if f.check == "snapshot_incomplete" and _part(f)[0] == "certificates":
+        return IncidentKind.CERTIFICATES, "cluster"
+    return None
+
+
 _RULES: tuple[Callable[[Finding, Context], Root | None], ...] = (
     _cluster,
     _broker_down_own,
@@ -273,6 +283,7 @@ _RULES: tuple[Callable[[Finding, Context], Root | None], ...] = (
     _topic,
     _group,
     _leadership,
+    _certificates,
 )
 
 
@@ -284,5 +295,5 @@ def root_of(f: Finding, ctx: Context) -> Root | None:
         root = rule(f, ctx)
         if root is not None:
             return root
-    # 11. Anything else: one incident per check.
+    # 12. Anything else: one incident per check.
     return IncidentKind.CHECK, f.check

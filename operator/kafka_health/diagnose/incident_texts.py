@@ -270,6 +270,39 @@ def _leadership(root: str, members: list[Finding], reach: Reach) -> Description:
     return title, {}, f"{NO_ACTION}." + hint(members), None
 
 
+def _days_left(f: Finding) -> float:
+    return float(str(f.evidence.get("days_left") or 0))
+
+
+def _certificates(root: str, members: list[Finding], reach: Reach) -> Description:
+    expiring = sorted((f for f in members if f.check == "listener_certificate_expiry"), key=_days_left)
+    parts = []
+    if expiring:
+        each = [
+            f"broker {f.subject.broker} "
+            + (
+                f"ended {f.evidence.get('not_after')}"
+                if _days_left(f) <= 0
+                else f"in {_days_left(f):.1f} days"
+            )
+            for f in expiring[:MAX_HINTS]
+        ]
+        more = f" and {len(expiring) - MAX_HINTS} more" if len(expiring) > MAX_HINTS else ""
+        parts.append("served certificates ending: " + ", ".join(each) + more)
+    mismatch = next((f for f in members if f.check == "listener_certificate_mismatch"), None)
+    if mismatch is not None:
+        parts.append(f"served from {mismatch.evidence.get('issuers')} issuers")
+    unread = count(members, "snapshot_incomplete")
+    if unread:
+        parts.append(f"the certificates of {plural(unread, 'broker')} not read")
+    return (
+        "Listener certificates: " + "; ".join(parts) + ".",
+        {"expiring_brokers": len(expiring)},
+        f"{NO_ACTION}: the operator issues no certificates." + hint(members),
+        None,
+    )
+
+
 def _visibility(root: str, members: list[Finding], reach: Reach) -> Description:
     first = members[0]
     return (
@@ -309,6 +342,7 @@ DESCRIBERS: dict[IncidentKind, Callable[[str, list[Finding], Reach], Description
     IncidentKind.TOPIC_DURABILITY: _topic_durability,
     IncidentKind.CONSUMER_GROUP: _consumer_group,
     IncidentKind.LEADERSHIP: _leadership,
+    IncidentKind.CERTIFICATES: _certificates,
     IncidentKind.VISIBILITY: _visibility,
     IncidentKind.CLUSTER_UNREACHABLE: _cluster_unreachable,
 }

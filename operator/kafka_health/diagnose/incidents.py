@@ -34,7 +34,9 @@ exactly one incident (`IncidentKind` documents each kind):
    `offset_expiry`, `rebalance_storm`, `snapshot_incomplete` of the group (`group:<G>`, and
    `group_offsets:<G>`: offsets Kafka left out for a topic the principal may not DESCRIBE).
 10. `leadership:cluster`: `leader_imbalance`, `leader_skew` (no broker down).
-11. `check:<check>`: anything else, one incident per check.
+11. `certificates:cluster`: `listener_certificate_expiry`, `listener_certificate_mismatch`,
+    `snapshot_incomplete` of a broker's certificates (`certificates:<N>`).
+12. `check:<check>`: anything else, one incident per check.
 
 A check's "N findings in total; only the M worst are listed" notice joins the incident holding
 most of that check's findings. An incident's severity is the worst of its members'. Its id,

@@ -26,6 +26,7 @@ _FEEDS = {
     "group_offsets": "the lag checks",
     "eligible_leaders": "how an offline partition comes back",
     "reassignments": "the reassignment checks (a throttle is not judged left behind)",
+    "certificates": "the certificate checks",
 }
 # Checks whose findings claim something of a part beyond their own input ("no reassignment in
 # flight"): left out when that part was not read, whose snapshot_incomplete finding says so.

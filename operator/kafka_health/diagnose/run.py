@@ -89,5 +89,6 @@ def run_diagnosis(
         findings=findings,
         missing=[m.part for m in snapshot.missing],
         duration_seconds=round(time.monotonic() - started, 3),
+        certificates_not_after={c.broker: c.not_after for c in snapshot.listener_certificates},
         summary=summary,
     )

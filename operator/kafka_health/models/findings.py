@@ -143,6 +143,9 @@ class IncidentKind(StrEnum):
     over all its partitions."""
     LEADERSHIP = "leadership"
     """Leaders off their preferred replicas, or leader counts skewed, with no broker down."""
+    CERTIFICATES = "certificates"
+    """The certificates the brokers serve: ending soon or ended (`listener_certificate_expiry`),
+    from more than one issuer (`listener_certificate_mismatch`), or not read."""
     CHECK = "check"
     """Any other finding: one incident per check, so nothing is lost."""
 
@@ -214,6 +217,11 @@ class Diagnosis(BaseModel):
         default_factory=list, description="Parts of the snapshot that could not be read."
     )
     duration_seconds: float | None = None
+    certificates_not_after: dict[int, datetime] = Field(
+        default_factory=dict,
+        description="Broker id -> earliest end of validity of the certificate chain it serves (TLS "
+        "connections only): kafka_health_listener_certificate_expiry_timestamp_seconds.",
+    )
     summary: DiagnosisSummary | None = Field(
         None, description="Per-broker load and time series behind the findings (reports, plots)."
     )

@@ -91,6 +91,25 @@ class Reassignment(_Model):
     removing: list[int] = Field(default_factory=list)
 
 
+class ListenerCertificate(_Model):
+    """The certificate chain one broker serves on the listener the client reaches it through,
+    read by a TLS handshake of our own (`collect/tls_probe.py`). `not_after` is the earliest end
+    of validity in the served chain (the broker's own certificate or an intermediate CA) and
+    `expiring` the subject of that certificate: whichever ends first takes the listener down."""
+
+    broker: int
+    address: str = Field(description="host:port as the metadata advertises it.")
+    subject: str = Field(description="The broker certificate's subject (RFC 4514).")
+    issuer: str = Field(description="The broker certificate's issuer (RFC 4514).")
+    fingerprint_sha256: str = Field(description="SHA-256 of the broker certificate (DER), hex.")
+    leaf_not_after: datetime = Field(description="End of validity of the broker certificate.")
+    not_after: datetime = Field(description="Earliest end of validity in the served chain.")
+    expiring: str = Field(description="Subject of the served certificate that ends first.")
+    chain_length: int = Field(description="Certificates the broker served (1: its own only).")
+    verified: bool = Field(description="The chain verified against the client's CA and host name check.")
+    verify_error: str | None = Field(None, description="OpenSSL's verify result when not verified.")
+
+
 class TopicConfig(_Model):
     """The effective values of the configs the diagnosis needs (broker defaults applied)."""
 
@@ -179,6 +198,11 @@ class ClusterSnapshot(_Model):
     reassignments: list[Reassignment] = Field(
         default_factory=list,
         description="Partition reassignments in flight. Not read: `missing` says so (reassignments).",
+    )
+    listener_certificates: list[ListenerCertificate] = Field(
+        default_factory=list,
+        description="The certificate chain each alive broker serves, on a TLS connection only. Not "
+        "read: `missing` says so (certificates:<broker>).",
     )
     hidden: dict[str, list[int]] = Field(
         default_factory=dict,

@@ -47,6 +47,12 @@ DEGRADED = Gauge(
     ["namespace", "policy"],
     registry=REGISTRY,
 )
+CERTIFICATE_EXPIRY = Gauge(
+    "kafka_health_listener_certificate_expiry_timestamp_seconds",
+    "Unix time the certificate chain a broker serves on the operator's TLS listener ends (earliest in the chain).",
+    ["namespace", "policy", "broker"],
+    registry=REGISTRY,
+)
 RESULTS = ("succeeded", "failed", "blocked", "withheld", "dry_run")
 """The `result` label of REMEDIATIONS: an action that ran (succeeded, failed); a one-shot request
 given up without acting (blocked); an action a guardrail started to hold back (withheld), or that
@@ -83,6 +89,7 @@ LABELS: dict[str, tuple[str, ...]] = {
     "kafka_health_last_success_timestamp_seconds": ("namespace", "policy"),
     "kafka_health_healthy": ("namespace", "policy"),
     "kafka_health_degraded": ("namespace", "policy"),
+    "kafka_health_listener_certificate_expiry_timestamp_seconds": ("namespace", "policy", "broker"),
     "kafka_health_remediations": ("namespace", "policy", "action", "result"),
     "kafka_health_client_process_restarts": ("reason",),
     "kafka_health_spark_driver_restarts": ("reason",),
@@ -121,7 +128,11 @@ def remove_series(metrics: Iterable[MetricWrapperBase], namespace: str, policy: 
 
 def forget_policy(namespace: str, policy: str) -> None:
     """Drop every series of a deleted policy so dashboards don't show ghosts."""
-    remove_series((FINDINGS, LAST_SUCCESS, HEALTHY, DEGRADED, CYCLE_SECONDS, REMEDIATIONS), namespace, policy)
+    remove_series(
+        (FINDINGS, LAST_SUCCESS, HEALTHY, DEGRADED, CERTIFICATE_EXPIRY, CYCLE_SECONDS, REMEDIATIONS),
+        namespace,
+        policy,
+    )
 
 
 # collect tells of client process restarts through a hook: it sits below report (layers).

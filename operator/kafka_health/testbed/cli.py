@@ -127,6 +127,14 @@ def up(
             help="Also start a Kubernetes control plane (etcd + kube-apiserver) and the broker-pod stand-in.",
         ),
     ] = False,
+    certificate_days: Annotated[
+        float | None,
+        typer.Option(
+            "--certificate-days",
+            help="Validity in days of the broker certificates a TLS testbed (--security ssl, sasl_ssl, "
+            "mtls) issues when it is created (default 825; e.g. 20 or 3 to see the certificate checks).",
+        ),
+    ] = None,
     pod_layout: PodLayoutOption = "statefulset",
     pod_namespace: PodNamespace = None,
     state_dir: StateDir = None,
@@ -151,6 +159,7 @@ def up(
             security_mode=security_mode,
             kafka_version=kafka_version,
             controllers=controllers,
+            certificate_days=certificate_days,
         )
         if k8s:
             cp = ControlPlane(tb.state_dir, control_plane_ports(base_port))

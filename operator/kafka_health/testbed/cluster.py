@@ -100,7 +100,7 @@ class Testbed:
     def material(self, state: TestbedState | None = None) -> security.Material:
         """The testbed's security material (CA, certificates, passwords, client properties)."""
         state = state or self.require()
-        return security.Material(self.state_dir, state.security)
+        return security.Material(self.state_dir, state.security, state.certificate_days)
 
     def client_properties(self, user: str = security.ADMIN) -> Path | None:
         """The Kafka-style client settings of `user` (None for a PLAINTEXT testbed)."""
@@ -164,12 +164,15 @@ class Testbed:
         security_mode: str | None = None,
         kafka_version: str | None = None,
         controllers: int | None = None,
+        certificate_days: float | None = None,
         timeout: float = 120.0,
     ) -> TestbedState:
         """Start every node that is not running (creating the cluster on first use) and wait until all serve.
 
         `controllers` > 0: that many dedicated controller-only nodes (ids CONTROLLER_ID_BASE + i)
-        and `brokers` broker-only nodes; 0 or None: combined broker+controller nodes."""
+        and `brokers` broker-only nodes; 0 or None: combined broker+controller nodes.
+        `certificate_days`: validity of the broker certificates a TLS testbed issues when it is
+        created (default 825 days; short ones to see the certificate checks)."""
         state = self.load()
         version = distribution.resolve(kafka_version) if kafka_version else None
         if state is not None and version is not None and state.kafka_version != version:
@@ -189,6 +192,11 @@ class Testbed:
                 auto_leader_rebalance=auto_leader_rebalance,
                 security_mode=security_mode or "plaintext",
             )
+            if certificate_days is not None:
+                if certificate_days <= 0:
+                    raise TestbedError("--certificate-days must be above 0")
+                state.certificate_days = certificate_days
+                self._save(state)
         else:
             broker_config.check_same_shape(state, self.state_dir, brokers, controllers, security_mode)
         broker_config.write_configs(state, self.state_dir, self.material(state))

@@ -134,7 +134,7 @@ def issue(
     server: bool,
     ip_addresses: tuple[str, ...] = (),
     dns_names: tuple[str, ...] = (),
-    days: int = 825,
+    days: float = 825,
 ) -> Pem:
     """A leaf certificate signed by `ca`: a server one (SANs for host name verification) or a client one."""
     import ipaddress
@@ -199,11 +199,12 @@ def _write_private(path: Path, data: bytes | str) -> Path:
 class Material:
     """The files of one testbed's security (`<state dir>/security/`), created once, reused after."""
 
-    def __init__(self, state_dir: Path, mode: str) -> None:
+    def __init__(self, state_dir: Path, mode: str, certificate_days: float = 825.0) -> None:
         if mode not in MODES:
             raise SecurityError(f"unknown security mode {mode!r}; one of: {', '.join(MODES)}")
         self.mode = mode
         self.dir = state_dir / "security"
+        self.certificate_days = certificate_days  # of the broker certificates issued
 
     # files
     @property
@@ -263,7 +264,13 @@ class Material:
             for bid in broker_ids:
                 path = self.broker_keystore(bid)
                 if not path.exists():
-                    leaf = issue(ca, f"broker-{bid}", server=True, ip_addresses=("127.0.0.1",))
+                    leaf = issue(
+                        ca,
+                        f"broker-{bid}",
+                        server=True,
+                        ip_addresses=("127.0.0.1",),
+                        days=self.certificate_days,
+                    )
                     _write_private(path, leaf.key + leaf.cert + ca.cert)
             if self.mode == "mtls":
                 for user in USERS:

@@ -32,6 +32,7 @@ class TestbedState:
     extra: dict[str, str] = field(default_factory=dict)
     security: str = "plaintext"  # one of security.MODES: how the client listener is secured
     controllers: list[BrokerState] = field(default_factory=list)  # dedicated controller-only nodes
+    certificate_days: float = 825.0  # validity of the broker certificates a TLS testbed issues
 
     @property
     def nodes(self) -> list[BrokerState]:

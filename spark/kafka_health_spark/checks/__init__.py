@@ -73,6 +73,7 @@ def leadership_per_broker(frames: Frames) -> DataFrame:
 def all_checks() -> list[Check]:
     """Every check, in the order a reader meets them in docs/diagnostics.md."""
     from kafka_health_spark.checks import (
+        certificates,
         disk,
         durability,
         flapping,
@@ -94,4 +95,5 @@ def all_checks() -> list[Check]:
         *disk.CHECKS,
         *durability.CHECKS,
         *quorum.CHECKS,
+        *certificates.CHECKS,
     ]

@@ -57,6 +57,7 @@ from kafka_health.models.policy.constants import (
     VERSION,
 )
 from kafka_health.models.policy.diagnostics import (
+    CertificatesCheck,
     Check,
     Checks,
     ConsumerLagCheck,
@@ -202,6 +203,7 @@ __all__ = [
     "BrokerIdSource",
     "BrokerPods",
     "CelRule",
+    "CertificatesCheck",
     "Check",
     "Checks",
     "CircuitBreaker",

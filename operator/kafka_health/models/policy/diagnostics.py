@@ -155,6 +155,34 @@ class QuorumCheck(Check):
     )
 
 
+class CertificatesCheck(Check):
+    """The certificates brokers serve on the TLS listener the operator reaches them through."""
+
+    cel_rules = (
+        CelRule(
+            "!has(self.warningDays) || !has(self.criticalDays) || self.criticalDays < self.warningDays",
+            "criticalDays must be below warningDays",
+            ".criticalDays",
+        ),
+    )
+
+    warning_days: int = Field(
+        30,
+        ge=1,
+        le=3650,
+        description="Warn when a broker's served certificate chain ends within this many days.",
+    )
+    critical_days: int = Field(
+        7, ge=0, le=3650, description="Critical when it ends within this many days (or has ended)."
+    )
+
+    @model_validator(mode="after")
+    def _order(self) -> CertificatesCheck:
+        if self.critical_days >= self.warning_days:
+            raise rule_error(self.cel_rules[0])
+        return self
+
+
 class Checks(SpecModel):
     """Per-check toggles and thresholds."""
 
@@ -170,6 +198,9 @@ class Checks(SpecModel):
     disk_usage: DiskUsageCheck = section(DiskUsageCheck, "Log dir usage and time to full.")
     durability: DurabilityCheck = section(DurabilityCheck, "Replication factor, min ISR, unclean election.")
     quorum: QuorumCheck = section(QuorumCheck, "KRaft quorum health and missing brokers.")
+    certificates: CertificatesCheck = section(
+        CertificatesCheck, "Expiry and issuers of the certificates the brokers serve (TLS connections)."
+    )
 
 
 _WINDOWED = ("leaderFlapping", "consumerLag", "rebalanceStorm")
