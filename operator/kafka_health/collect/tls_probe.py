@@ -83,7 +83,7 @@ def _unverified(
 ) -> tuple[tuple[str, ...], str | None]:
     """Names and end of validity of the broker certificate whose verification failed: from a
     handshake with the CA but no host name check (a host name mismatch), else from the
-    certificate taken unverified (decoded only when the `cryptography` package is installed)."""
+    certificate taken unverified (decoded with the `cryptography` package)."""
     try:
         cert, _ = _handshake(host, port, _context(ca_file, False), timeout_s)
         return _names(cert), cert.get("notAfter")
@@ -105,10 +105,8 @@ def _names(cert: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _decode(der: bytes) -> tuple[tuple[str, ...], str | None]:
-    try:
-        from cryptography import x509
-    except ImportError:
-        return (), None
+    from cryptography import x509
+
     try:
         cert = x509.load_der_x509_certificate(der)
         not_after = cert.not_valid_after_utc.strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -20,7 +20,7 @@ created at format time (`kafka-storage format --add-scram`); in mTLS their certi
 `CN=admin` / `CN=app`, mapped to `User:admin` / `User:app` by `ssl.principal.mapping.rules`.
 
 All material is PEM (Kafka 4 takes `ssl.keystore.type=PEM` / `ssl.truststore.type=PEM`),
-generated with the `cryptography` package (the `testbed` extra), into `<state dir>/security/`
+generated with the `cryptography` package, into `<state dir>/security/`
 with mode 0600 for keys and passwords. Certificates name `127.0.0.1` only (the address every
 broker advertises), so `localhost:<port>` fails host name verification: that is on purpose,
 the tests use it to prove the hostname-mismatch error.
@@ -69,12 +69,6 @@ def uses_authorizer(mode: str) -> bool:
 
 
 def _crypto() -> Any:
-    try:
-        import cryptography  # noqa: F401
-    except ImportError as exc:
-        raise SecurityError(
-            "--security needs the `cryptography` package: pip install 'kafka-health-operator[testbed]'"
-        ) from exc
     from cryptography import x509
 
     return x509
