@@ -192,6 +192,55 @@ def test_with_the_snapshot_a_down_broker_names_every_partition_and_group_it_affe
     assert_each_finding_once(findings, list(incidents.values()))
 
 
+def test_a_down_broker_says_which_offline_partitions_need_an_unclean_election() -> None:
+    """KIP-966: an offline partition with an eligible leader replica (or an ISR member) comes back
+    cleanly when it returns; with neither, only an unclean election brings it back."""
+    findings = [
+        broker_missing(2),
+        finding(
+            "offline_partition",
+            C,
+            topic="t",
+            partition=0,
+            replicas="2,1",
+            isr="none",
+            out_of_sync="none",
+            eligible_leaders="2",
+            last_known_elr="none",
+        ),
+        finding(
+            "offline_partition",
+            C,
+            topic="t",
+            partition=1,
+            replicas="2",
+            isr="2",
+            out_of_sync="none",
+            eligible_leaders="none",
+            last_known_elr="none",
+        ),
+        finding(
+            "offline_partition",
+            C,
+            topic="t",
+            partition=2,
+            replicas="2,1",
+            isr="none",
+            out_of_sync="none",
+            eligible_leaders="none",
+            last_known_elr="1",
+        ),
+    ]
+    down = by_id(group_incidents(findings))["broker_down:2"]
+    assert down.title == (
+        "Broker 2 is fenced (registered, not serving): 3 partitions affected, 2 of the listed come back "
+        "cleanly when an eligible or in-sync replica returns, 1 only by an unclean election (data loss)."
+    )
+    # Without an unclean-only partition the title stays as it was.
+    clean = by_id(group_incidents(findings[:3]))["broker_down:2"]
+    assert clean.title == "Broker 2 is fenced (registered, not serving): 2 partitions affected."
+
+
 def test_a_never_safe_topic_groups_its_topic_and_partition_findings() -> None:
     findings = [
         finding(

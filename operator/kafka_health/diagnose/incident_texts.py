@@ -73,6 +73,25 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def offline_recovery(members: list[Finding]) -> str:
+    """How the offline partitions among the members come back (KIP-966), from their evidence:
+    cleanly when an eligible leader replica or an ISR member returns, else only by an unclean
+    election. "" when there is no unclean-only partition (nothing to add to "N offline")."""
+    offline = [f for f in members if f.check == "offline_partition" and not is_cap_notice(f)]
+    unclean = [
+        f
+        for f in offline
+        if not broker_ids(f.evidence.get("eligible_leaders")) and not broker_ids(f.evidence.get("isr"))
+    ]
+    if not unclean:
+        return ""
+    clean = len(offline) - len(unclean)
+    return (
+        f"{clean} of the listed come back cleanly when an eligible or in-sync replica returns, "
+        f"{len(unclean)} only by an unclean election (data loss)"
+    )
+
+
 def _broker_down_reach_text(members: list[Finding], reach: Reach) -> tuple[list[str], int, int]:
     """The reach in words, and the counts of partitions under and at min ISR."""
     reach_text = [plural(reach.n_partitions, "partition") + " affected"]
@@ -81,6 +100,11 @@ def _broker_down_reach_text(members: list[Finding], reach: Reach) -> tuple[list[
             f"{reach.evidence['under_replicated']} under-replicated",
             f"{reach.evidence['offline']} offline",
         ]
+    how = offline_recovery(members)
+    if how and reach.evidence:
+        reach_text[-1] += f" ({how})"
+    elif how:
+        reach_text.append(how)
     at_min = count(members, "at_min_isr")
     under_min = count(members, "under_min_isr")
     if under_min:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_health.models.snapshot import Missing, Partition, Reassignment
+from kafka_health.models.snapshot import EligibleLeaders, Missing, Partition, Reassignment
 from kafka_health.plan.reassignment_safety import reassignments_involving
 from kafka_health.plan.restart_safety import (
     RestartSafety,
@@ -42,6 +42,18 @@ def test_offline_partition_blocks() -> None:
     parts = [*balanced(), partition("dead", 0, [2], isr=[], leader=None)]
     result = check_restart_safety(snapshot(parts, min_isr={"orders": 2, "dead": 1}), 1)
     assert "offline" in rules(result)
+
+
+def test_no_broker_restarts_while_a_partition_has_an_eligible_leader_replica() -> None:
+    """KIP-966: a replica enters the ELR only when it leaves an ISR already below min ISR, so a
+    partition with an ELR is under-replicated and rule 1 holds every broker, its ELR members
+    included: a roll never takes away the last eligible replica (nor the ISR left)."""
+    parts = [*balanced(), partition("tight", 0, [1, 2, 3], isr=[1])]
+    snap = snapshot(parts, min_isr={"orders": 2, "tight": 2})
+    snap.eligible_leaders = [EligibleLeaders(topic="tight", partition=0, elr=[2], last_known_elr=[])]
+    for broker in (1, 2, 3):
+        result = check_restart_safety(snap, broker, remaining=[1, 2, 3])
+        assert not result.safe and "under_replicated" in rules(result), broker
 
 
 def test_partition_under_min_isr_on_the_candidate_blocks() -> None:
