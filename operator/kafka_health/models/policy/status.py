@@ -182,10 +182,13 @@ class CurrentRemediation(StatusModel):
     waiting_since: AwareDatetime | None = Field(
         None,
         description="Rolling restart: between brokers, when the roll started waiting for the next broker "
-        "to become safe to restart (timeouts.safeToRestart counts from it).",
+        "to become safe to restart (timeouts.safeToRestart counts from it; timeouts.reassignment for "
+        "ReassignmentInProgress).",
     )
     waiting_reason: RollWaitReason | None = Field(
-        None, description="Rolling restart: WaitingForSafety or WaitingForBrokerReady while waiting."
+        None,
+        description="Rolling restart, while waiting: WaitingForSafety, WaitingForBrokerReady, or "
+        "ReassignmentInProgress (only a partition reassignment in flight holds the next broker).",
     )
     never_safe_partitions: list[str] | None = Field(
         None,
