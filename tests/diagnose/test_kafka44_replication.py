@@ -26,7 +26,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
 from kafka_health._kits.waiting import wait_for
@@ -36,6 +35,7 @@ from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan.reassignment_safety import reassignments_involving
 from kafka_health.plan.restart_safety import check_restart_safety
 from kafka_health.remediate.roll_checks import fully_replicated
+from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health_spark.thresholds import Thresholds
 from tests.diagnose.kafka_tools import snapshot_of
@@ -180,17 +180,6 @@ def _topic_throttles(tb: Testbed) -> dict[str, str]:
     return dict(re.findall(r"^\s+(\S+\.replication\.throttled\.replicas)=(\S*) ", out, re.M))
 
 
-def _fill(bootstrap: str) -> None:
-    """3 MB per partition: more than a follower's first fetch (1 MB a partition), so a throttled
-    new replica stays behind."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20})
-    for i in range(9000):
-        producer.produce(MOVING, value=b"x" * 1000, partition=i % 3)
-        if i % 1000 == 0:
-            producer.flush()
-    assert producer.flush(30) == 0
-
-
 def test_a_throttled_reassignment_is_one_incident_and_its_throttle_left_behind_is_named(
     cluster: Testbed, spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -216,7 +205,7 @@ def test_a_throttled_reassignment_is_one_incident_and_its_throttle_left_behind_i
             "min.insync.replicas=2",
         ],
     )
-    _fill(bootstrap)
+    faults.fill(bootstrap, MOVING, 3)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(PLAN))
     _reassign(cluster, plan, "--execute", "--throttle", "1000")

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
 from kafka_health._kits.waiting import wait_for
 from kafka_health.testbed import faults
@@ -40,18 +39,6 @@ def _tool_ok(tb: Testbed, tool: str, args: list[str]) -> str:
     return str(out.stdout)
 
 
-def _fill(bootstrap: str, topic: str) -> None:
-    """3 MB per partition: more than a new follower's first fetch, so the throttle holds it back."""
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "logger": faults._QUIET}
-    )
-    for i in range(9000):
-        producer.produce(topic, value=b"x" * 1000, partition=i % 3)
-        if i % 1000 == 0:
-            producer.flush()
-    assert producer.flush(30) == 0
-
-
 def test_a_roll_waits_for_a_reassignment_then_finishes_and_loses_nothing(
     k8s_control_plane: ControlPlane,
     roll_ns: str,
@@ -64,20 +51,10 @@ def test_a_roll_waits_for_a_reassignment_then_finishes_and_loses_nothing(
     cp, ns = k8s_control_plane, roll_ns
     moving, topic, partitions = f"{unique_name}-moving", unique_name, 6
     # min.insync.replicas 1: no rule but the reassignment's holds broker 2 (at min ISR would too).
-    _tool_ok(
-        kafka,
-        "kafka-topics",
-        [
-            "--create",
-            "--topic",
-            moving,
-            "--replica-assignment",
-            "0:1,1:0,0:1",
-            "--config",
-            "min.insync.replicas=1",
-        ],
+    faults.create_topic(
+        bootstrap, moving, assignment=[[0, 1], [1, 0], [0, 1]], config={"min.insync.replicas": "1"}
     )
-    _fill(bootstrap, moving)
+    faults.fill(bootstrap, moving, 3)
     faults.create_topic(bootstrap, topic, partitions, config={"min.insync.replicas": "2"})
     plan = tmp_path / "plan.json"
     plan.write_text(

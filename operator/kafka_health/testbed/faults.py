@@ -54,6 +54,20 @@ def create_topic(
     wait_for(ready, timeout=timeout, what=f"topic {name} led and fully replicated")
 
 
+def fill(bootstrap: str, topic: str, partitions: int, *, kb_each: int = 3000) -> None:
+    """Write `kb_each` KB of 1 KB acks=all records to each partition of `topic`: 3 MB is more than
+    a new follower's first fetch (1 MB a partition), so a throttled reassignment stays behind."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "logger": _QUIET})
+    for i in range(kb_each * partitions):
+        producer.produce(topic, value=b"x" * 1000, partition=i % partitions)
+        if i % 1000 == 0:
+            producer.flush()
+    if producer.flush(30) != 0:
+        raise TimeoutError(f"records to {topic} still unacknowledged after 30 s")
+
+
 def member_that_committed(
     bootstrap: str, group: str, topic: str, records: int, *, timeout: float = 60.0
 ) -> Any:
