@@ -205,7 +205,7 @@ def test_a_throttled_reassignment_is_one_incident_and_its_throttle_left_behind_i
             "min.insync.replicas=2",
         ],
     )
-    faults.fill(bootstrap, MOVING, 3)
+    faults.fill(bootstrap, MOVING, 3, kb_each=10_000)  # in flight for ~2 min, a busy machine included
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(PLAN))
     _reassign(cluster, plan, "--execute", "--throttle", "1000")

@@ -1,13 +1,16 @@
 """A roll held by a partition reassignment (issue 34 point 3), through the real operator, the real
 kube-apiserver, the Kafka testbed and its broker-pod stand-in.
 
-A throttled `kafka-reassign-partitions --execute` adds broker 2 to a topic on brokers 0 and 1 (1
-KB/s: it cannot finish by itself during the test), under an idempotent acks=all load on another
-topic. A roll of broker 2 requested with `reassignmentsInFlight: Proceed` starts and waits before
-the broker as `ReassignmentInProgress` (restart safety rule 5: the broker a reassignment adds),
-never as an unsafe or failed broker, and restarts nothing. The throttle lifted and the move
-completed, `kafka-reassign-partitions --verify` says so (and removes the throttles); the roll then
-restarts broker 2 and succeeds, and no acknowledged message is lost.
+A throttled `kafka-reassign-partitions --execute` adds broker 2 to a topic on brokers 0 and 1
+(30 MB a partition under a 1 KB/s throttle: about 5 minutes, longer than the operator takes to see
+it), under an idempotent acks=all load on another topic. A roll of broker 2 requested with
+`reassignmentsInFlight: Proceed` is held before it starts as `ReassignmentInProgress` (restart
+safety rule 5: the broker a reassignment adds), in the request's result and the Remediating
+condition, never as an unsafe or failed broker, and restarts nothing. The throttle lifted and the
+move completed, `kafka-reassign-partitions --verify` says so (and removes the throttles); the roll
+then restarts broker 2 and succeeds, and no acknowledged message is lost. (A roll already in
+flight waits between brokers as `currentRemediation.waitingReason: ReassignmentInProgress`, up to
+`timeouts.reassignment`: tests/unit/plan/test_roll_waits.py.)
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def test_a_roll_waits_for_a_reassignment_then_finishes_and_loses_nothing(
     faults.create_topic(
         bootstrap, moving, assignment=[[0, 1], [1, 0], [0, 1]], config={"min.insync.replicas": "1"}
     )
-    faults.fill(bootstrap, moving, 3)
+    faults.fill(bootstrap, moving, 3, kb_each=30_000)  # ~5 min at the throttle: the operator sees it first
     faults.create_topic(bootstrap, topic, partitions, config={"min.insync.replicas": "2"})
     plan = tmp_path / "plan.json"
     plan.write_text(
@@ -94,22 +97,24 @@ def test_a_roll_waits_for_a_reassignment_then_finishes_and_loses_nothing(
             cp,
             ns,
             "roll",
-            lambda s: (s.get("currentRemediation") or {}).get("waitingReason") == "ReassignmentInProgress",
+            lambda s: condition(s, "Remediating").get("reason") == "ReassignmentInProgress",
             timeout=300,
-            what="the roll waiting on the reassignment",
+            what="the roll held by the reassignment",
         )
-        current = held["currentRemediation"]
-        print(f"\nwaiting: {json.dumps(current)[:600]}\nwithheld: {held.get('withheld')}")
-        assert current["step"] == "WaitingForSafety" and not current.get("brokersDone"), current
-        message = next(
-            w["message"] for w in held.get("withheld") or [] if w["reason"] == "ReassignmentInProgress"
-        )
-        assert "broker 2" in message and f"{moving}-0" in message, message
+        print(f"\nheld: {condition(held, 'Remediating')}\nrequest: {result_of(held)}")
+        # Its only broker is one the reassignment adds: the roll waits to start, with that reason
+        # and the partitions named, in the request's result and the Remediating condition.
+        message = condition(held, "Remediating")["message"]
+        assert "broker 2" in message and f"{moving}-0" in message and "--verify" in message, message
+        assert result_of(held)["state"] == "Pending" and result_of(held)["message"] == message
+        assert not held.get("currentRemediation"), held.get("currentRemediation")
         assert condition(held, "Degraded").get("status") != "True", condition(held, "Degraded")
-        time.sleep(20)  # a few cycles more: still waiting, nothing restarted, never halted
+        incidents = {i["id"] for i in held.get("topIncidents") or []}
+        assert "reassignment:cluster" in incidents and "broker_out_of_sync:2" not in incidents, incidents
+        time.sleep(20)  # a few cycles more: still held, nothing restarted, never halted
         still = wait_status(cp, ns, "roll", lambda s: True, timeout=30, what="the status")
-        assert (still.get("currentRemediation") or {}).get("waitingReason") == "ReassignmentInProgress"
-        assert broker_starts(kafka) == before and not result_of(still), result_of(still)
+        assert condition(still, "Remediating").get("reason") == "ReassignmentInProgress"
+        assert broker_starts(kafka) == before and result_of(still)["state"] == "Pending", result_of(still)
 
         # Lift the throttle, let the move complete, and --verify it (which removes the throttles).
         _tool_ok(
@@ -146,6 +151,7 @@ def test_a_roll_waits_for_a_reassignment_then_finishes_and_loses_nothing(
             t.stopping.set()
         stop_operator(cp, ns, op, ident)
         kafka.tool("kafka-reassign-partitions", [*reassign, "--verify"])  # throttles gone whatever happened
+        faults.delete_named(bootstrap, moving)  # 270 MB the session's other tests need not carry
     assert load.acked, "the producer never got an acknowledgement"
     assert load.acked <= set(read_all(bootstrap, topic, partitions)), "an acknowledged message was lost"
     assert not [line for line in op.log().splitlines() if "Traceback" in line], op.log()[-3000:]

@@ -55,8 +55,11 @@ def create_topic(
 
 
 def fill(bootstrap: str, topic: str, partitions: int, *, kb_each: int = 3000) -> None:
-    """Write `kb_each` KB of 1 KB acks=all records to each partition of `topic`: 3 MB is more than
-    a new follower's first fetch (1 MB a partition), so a throttled reassignment stays behind."""
+    """Write `kb_each` KB of 1 KB acks=all records to each partition of `topic`. A replication
+    throttle lets a fetch of up to replica.fetch.max.bytes (1 MB a partition) through whenever the
+    rate over its quota window (11 one-second samples) is back under the limit, so however low the
+    limit, a throttled new replica catches up at about 1 MB per 11 s: the data holds it back for about
+    11 s per MB (3 MB: half a minute)."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "logger": _QUIET})
