@@ -38,7 +38,7 @@ def checker(connection: ConnectionConfig, timeout_s: float) -> CheckPeer:
     """`check_peer` for `connection`: its CA (`ssl.ca.location`, else the system's CAs) and its
     host name verification (on unless `ssl.endpoint.identification.algorithm` is `none`)."""
     ca_file = connection.options.get("ssl.ca.location")
-    verify_hostname = connection.options.get("ssl.endpoint.identification.algorithm", "https") != "none"
+    verify_hostname = _verifies_hostname(connection)
 
     def check(host: str, port: int) -> PeerCheck | None:
         return check_peer(host, port, ca_file=ca_file, verify_hostname=verify_hostname, timeout_s=timeout_s)
