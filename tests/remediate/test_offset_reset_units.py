@@ -279,6 +279,23 @@ def _failed(message: str, *errors: tuple[str, str | None]) -> OffsetResetOutcome
     )
 
 
+def test_a_refused_reset_keeps_what_to_grant_in_its_own_result_and_history() -> None:
+    """The policy's summary is the latest cycle's and a later cycle replaces it ("nothing to
+    do"): the request's result and its history entry lead with the missing ACL themselves."""
+    outcome = _failed(
+        "reset offsets of group billing: 1 of 1 partition(s) failed",
+        ("orders", "TOPIC_AUTHORIZATION_FAILED: Topic authorization failed."),
+    )
+    result = outcome.result(None, NOW)
+    assert result.message.startswith("authorization denied: the principal lacks READ on TOPIC orders")
+    assert result.message.endswith("reset offsets of group billing: 1 of 1 partition(s) failed")
+    record = outcome.record(plan_id="p", started_at=NOW, finished_at=NOW, generation=1, breaker_reset=None)
+    assert record is not None and "lacks READ on TOPIC orders" in record.message
+    # A failure that is not authorization keeps its message as it is.
+    other = _failed("boom", ("orders", "UNKNOWN_MEMBER_ID: member left"))
+    assert other.result(None, NOW).message == "boom"
+
+
 def test_a_reset_refused_for_authorization_names_the_missing_acl() -> None:
     """The operator's KafkaAuthorizationDenied text: READ on the GROUP or on the TOPIC for the
     commit (a partition's error), DESCRIBE on the GROUP for the live read (the whole call)."""

@@ -80,6 +80,13 @@ class OffsetResetOutcome(BaseModel):
         part = f"group:{self.group}" if "could not read the group live" in self.message else commit
         return security_errors.authorization_denied(part, self.message)
 
+    def explained(self) -> str:
+        """The message, led by the ACL to grant when Kafka refused for authorization: the
+        request's result and the history entry say what to do, not only that it failed (the
+        policy's summary is the latest cycle's and is soon replaced)."""
+        denied = self.denied()
+        return self.message if denied is None else f"{denied}; {self.message}"
+
     def request_state(self) -> RequestState:
         """Applied / AlreadyApplied → Succeeded; NotEmpty → Waiting (the planner's group gate turns a
         long wait into Blocked); Failed → Failed."""
@@ -95,7 +102,7 @@ class OffsetResetOutcome(BaseModel):
             action=ActionType.OFFSET_RESET,
             id=self.request_id,
             state=self.request_state(),
-            message=self.message[:1000],
+            message=self.explained()[:1000],
             waiting_since=waiting_since if self.state is ResetState.NOT_EMPTY else None,
         )
 
@@ -110,7 +117,7 @@ class OffsetResetOutcome(BaseModel):
             waiting_since=previous.waiting_since if previous and state is RequestState.WAITING else None,
             saved_offsets=self.saved_offsets or (previous.saved_offsets if previous else None),
             finished_at=now if state.terminal else None,
-            message=self.message[:1000],
+            message=self.explained()[:1000],
         )
 
     def record(
@@ -132,7 +139,7 @@ class OffsetResetOutcome(BaseModel):
             outcome=ActionOutcome.SUCCEEDED if self.state is ResetState.APPLIED else ActionOutcome.FAILED,
             started_at=started_at,
             finished_at=finished_at,
-            message=self.message[:1000],
+            message=self.explained()[:1000],
             generation=generation,
             breaker_reset=breaker_reset,
         )
