@@ -190,6 +190,7 @@ class Frames:
     eligible_leaders: DataFrame  # KIP-966 ELR of the partitions out of sync or offline that have one
     reassignments: DataFrame  # partition reassignments in flight (adding / removing replicas)
     listener_certificates: DataFrame  # the chain each broker serves on a TLS listener
+    open_transactions: DataFrame  # transactions open longer than the timeout (when read)
     # History windows, each ending with the current snapshot as its newest sample.
     # partition_transitions: each partition_state record of the window beside the record before
     # it (see `transitions_of`); a partition's first record, with nothing before it, is left out.
@@ -460,6 +461,7 @@ def build_frames(
         eligible_leaders=snap["eligible_leaders"],
         reassignments=snap["reassignments"],
         listener_certificates=snap["listener_certificates"],
+        open_transactions=snap["open_transactions"],
         partition_transitions=partition_transitions,
         broker_samples=window("broker_samples"),
         group_samples=window("group_samples"),

@@ -105,6 +105,7 @@ SNAPSHOT_INPUTS = (
     "eligible_leaders",
     "reassignments",
     "listener_certificates",
+    "open_transactions",
 )
 INPUTS = (*SNAPSHOT_INPUTS, "partition_transitions", *SAMPLE_WINDOWS)
 INPUT_SCHEMAS: dict[str, T.StructType] = {
@@ -349,6 +350,7 @@ class ReusedPlans:
             eligible_leaders=slot["eligible_leaders"],
             reassignments=slot["reassignments"],
             listener_certificates=slot["listener_certificates"],
+            open_transactions=slot["open_transactions"],
             partition_transitions=slot["partition_transitions"],
             broker_samples=slot["broker_samples"],
             group_samples=slot["group_samples"],

@@ -89,6 +89,21 @@ LISTENER_CERTIFICATES = pa.schema(
         ("verify_error", STR),
     ]
 )
+# Transactions open longer than the transaction timeout (the hangingTransactions check only).
+OPEN_TRANSACTIONS = pa.schema(
+    [
+        ("topic", STR),
+        ("partition", I32),
+        ("producer_id", I64),
+        ("producer_epoch", I32),
+        ("coordinator_epoch", I32),
+        ("start_offset", I64),
+        ("last_timestamp", TS),
+        ("transactional_id", STR),
+        ("coordinator_state", STR),
+        ("coordinator_lists_partition", BOOL),
+    ]
+)
 
 SCHEMAS: dict[str, pa.Schema] = {
     "brokers": BROKERS,
@@ -103,6 +118,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "eligible_leaders": ELIGIBLE_LEADERS,
     "reassignments": REASSIGNMENTS,
     "listener_certificates": LISTENER_CERTIFICATES,
+    "open_transactions": OPEN_TRANSACTIONS,
 }
 
 
@@ -247,6 +263,10 @@ def _listener_certificates(s: ClusterSnapshot) -> pa.Table:
     return _fields(LISTENER_CERTIFICATES, s.listener_certificates)
 
 
+def _open_transactions(s: ClusterSnapshot) -> pa.Table:
+    return _fields(OPEN_TRANSACTIONS, s.open_transactions)
+
+
 # One builder per table, in the order the tables have always had.
 _BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
     "brokers": _brokers,
@@ -261,4 +281,5 @@ _BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
     "eligible_leaders": _eligible_leaders,
     "reassignments": _reassignments,
     "listener_certificates": _listener_certificates,
+    "open_transactions": _open_transactions,
 }

@@ -32,6 +32,7 @@ EXPECTED_CALLS = {
     "eligible_leaders",
     "reassignments",
     "listener_certificates",
+    "open_transactions",
 }
 
 

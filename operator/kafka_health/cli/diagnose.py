@@ -17,7 +17,7 @@ import sys
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -50,12 +50,16 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(FAILED)
 
 
-def collect(connection: ConnectionConfig, cluster: str) -> ClusterSnapshot:
+def collect(
+    connection: ConnectionConfig, cluster: str, transactions_older_than: timedelta | None = None
+) -> ClusterSnapshot:
     """Read the cluster once (every admin call bounded; an unreachable cluster is a finding)."""
     from kafka_health.collect.snapshot import collect_snapshot
 
     with KafkaAdmin(connection) as admin:
-        return collect_snapshot(admin, cluster, lambda: datetime.now(UTC))
+        return collect_snapshot(
+            admin, cluster, lambda: datetime.now(UTC), transactions_older_than=transactions_older_than
+        )
 
 
 def _start_spark(**session: Any) -> Future[SparkSession]:
@@ -142,6 +146,23 @@ Threshold = Annotated[
     list[str] | None,
     typer.Option("--threshold", "-t", help="Override a threshold: NAME=VALUE (repeatable)."),
 ]
+HangingTransactions = Annotated[
+    bool,
+    typer.Option(
+        "--hanging-transactions",
+        help="Also look for hanging transactions, as kafka-transactions find-hanging does (needs READ "
+        "on TOPIC and DESCRIBE on TRANSACTIONAL_ID).",
+    ),
+]
+MaxTransactionTimeout = Annotated[
+    int,
+    typer.Option(
+        "--max-transaction-timeout",
+        min=1,
+        help="With --hanging-transactions: minutes since a producer was last heard from before its "
+        "open transaction is looked at (the brokers' transaction.max.timeout.ms).",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -162,6 +183,7 @@ class DiagnoseOptions:
     spark_remote: str | None
     spark_driver_memory: str
     threshold: list[str] | None
+    transactions_older_than: timedelta | None = None
 
 
 def diagnose(
@@ -179,6 +201,8 @@ def diagnose(
     spark_remote: SparkRemote = None,
     spark_driver_memory: SparkDriverMemory = "1g",
     threshold: Threshold = None,
+    hanging_transactions: HangingTransactions = False,
+    max_transaction_timeout: MaxTransactionTimeout = 15,
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
 ) -> None:
@@ -205,6 +229,7 @@ def diagnose(
         spark_remote=spark_remote,
         spark_driver_memory=spark_driver_memory,
         threshold=threshold,
+        transactions_older_than=timedelta(minutes=max_transaction_timeout) if hanging_transactions else None,
     )
     thresholds, connection = _check(opts)
     log = quiet.start(verbose, log_file)
@@ -261,7 +286,7 @@ def _snapshot(opts: DiagnoseOptions, connection: ConnectionConfig | None) -> Clu
     bootstrap = opts.bootstrap_servers
     assert bootstrap is not None and connection is not None
     with quiet.progress(f"reading {bootstrap}"):
-        snapshot = collect(connection, opts.cluster or bootstrap)
+        snapshot = collect(connection, opts.cluster or bootstrap, opts.transactions_older_than)
     refused = next((m.reason for m in snapshot.missing if m.part == "metadata"), "")
     if security_errors.kind_of(refused) is not None:  # a setting to fix, not a cluster's health
         raise _fail(f"cannot read {bootstrap}: {refused}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
+from datetime import timedelta
 from typing import Any, cast
 
 from kafka_health.collect import security_errors
@@ -39,6 +40,7 @@ from kafka_health.models.snapshot import (
     GroupOffset,
     ListenerCertificate,
     LogDir,
+    OpenTransaction,
     PartitionOffsets,
     Quorum,
     Reassignment,
@@ -223,6 +225,21 @@ class AdminApi(ABC):
         """The partition reassignments in flight (ListPartitionReassignments, answered by the
         active controller): replicas, adding and removing brokers of each."""
         result: list[Reassignment] = self._read_whole("reassignments")
+        return result
+
+    def open_transactions(
+        self, leaders: Iterable[tuple[str, int, int]], older_than: timedelta
+    ) -> Partial[str, list[OpenTransaction]]:
+        """Per topic, the transactions its partitions' leaders (`leaders`: topic, partition,
+        leader id) hold open for longer than `older_than`, with what their coordinators say of
+        them (`collect.transactions`); a topic whose producers could not be read is that topic's
+        error (READ on the topic is needed)."""
+        wanted = sorted(set(leaders))
+        if not wanted:
+            return Partial()
+        result: Partial[str, list[OpenTransaction]] = self._read_whole(
+            "open_transactions", wanted, older_than
+        )
         return result
 
     def listener_certificates(

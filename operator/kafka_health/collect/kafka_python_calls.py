@@ -1,17 +1,21 @@
 """The admin calls made with kafka-python (`kafka_python.KafkaPython`), mixed into
 `admin_calls.AdminCalls`: what confluent-kafka lacks in Python — broker registrations including
-fenced brokers, the KRaft metadata quorum, eligible leader replicas, partition reassignments.
+fenced brokers, the KRaft metadata quorum, eligible leader replicas, partition reassignments,
+open transactions.
 Each call is bounded by `KafkaPython.call`; what each returns is documented in `admin_api`."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
 
 from kafka_health.collect import kafka_python as kpy
 from kafka_health.collect import parse
 from kafka_health.collect.connection import redact
 from kafka_health.collect.kafka_python import MIN_PER_NODE, KafkaPython, describe_metadata_quorum
 from kafka_health.collect.results import ZOOKEEPER_MODE, AdminCallError, BrokerRegistration, Partial, Timeouts
+from kafka_health.collect.transactions import read_open_transactions
 from kafka_health.models.snapshot import EligibleLeaders as Eligible
-from kafka_health.models.snapshot import Quorum, Reassignment
+from kafka_health.models.snapshot import OpenTransaction, Quorum, Reassignment
 
 
 class KafkaPythonCalls:
@@ -77,3 +81,17 @@ class KafkaPythonCalls:
             budget,
         )
         return parse.reassignments(raw)
+
+    def _do_open_transactions(
+        self, leaders: list[tuple[str, int, int]], older_than: timedelta
+    ) -> Partial[str, list[OpenTransaction]]:
+        # Three request rounds (producers per leader, transactions per broker, descriptions per
+        # coordinator), each within the request timeout.
+        budget = self.timeouts.metadata + 3 * self.timeouts.request
+        by_key = {(t, p): leader for t, p, leader in leaders}
+        result: Partial[str, list[OpenTransaction]] = self._kp.call(
+            "open_transactions",
+            lambda kp: read_open_transactions(kp, by_key, older_than, datetime.now(UTC)),
+            budget,
+        )
+        return result

@@ -277,6 +277,7 @@ _PART_ACL = {
     "group_offsets": ("DESCRIBE", "GROUP"),
     "elect_leaders": ("ALTER", "CLUSTER"),
     "alter_consumer_group_offsets": ("READ", "GROUP"),
+    "transactions": ("READ", "TOPIC"),
 }
 # Error code (librdkafka name or kafka-python class) → the resource type it is about.
 _AUTHZ_CODES = {

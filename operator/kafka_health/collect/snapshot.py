@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from kafka_health.collect import parse, security_errors, visibility
@@ -40,6 +40,7 @@ from kafka_health.models.snapshot import (
     ListenerCertificate,
     LogDir,
     Missing,
+    OpenTransaction,
     Partition,
     PartitionOffsets,
     Quorum,
@@ -54,9 +55,17 @@ Part = tuple[T, list[Missing]]
 
 
 def collect_snapshot(
-    admin: KafkaAdmin, cluster_name: str, clock: Callable[[], datetime], *, safety_only: bool = False
+    admin: KafkaAdmin,
+    cluster_name: str,
+    clock: Callable[[], datetime],
+    *,
+    safety_only: bool = False,
+    transactions_older_than: timedelta | None = None,
 ) -> ClusterSnapshot:
     """Read the whole cluster state once; `clock()` (timezone-aware) stamps `taken_at`.
+
+    `transactions_older_than`: also read the transactions open longer than this (the policy's
+    hangingTransactions check; None: not read, not reported missing).
 
     `safety_only`: only what the restart safety rules and the roll's planning read (metadata,
     registrations, quorum, topic configs), for the live checks a roll makes before each broker
@@ -74,7 +83,7 @@ def collect_snapshot(
     topics = sorted({p.topic for p in md.partitions})
     alive = [b.id for b in md.brokers]
 
-    parts = _read_parts(admin, md, safety_only)
+    parts = _read_parts(admin, md, safety_only, None if safety_only else transactions_older_than)
     dirs = parts.dirs
 
     snap.quorum = parts.quorum[0]
@@ -82,6 +91,7 @@ def collect_snapshot(
     snap.topic_configs, snap.offsets, snap.groups = parts.configs[0], parts.offsets[0], parts.groups[0]
     snap.eligible_leaders, snap.reassignments = parts.elr[0], parts.reassignments[0]
     snap.listener_certificates = parts.certificates[0]
+    snap.open_transactions = parts.transactions[0]
     for part in (getattr(parts, f.name) for f in fields(parts)):
         snap.missing.extend(part[1])
     if not safety_only:
@@ -123,9 +133,12 @@ class _Parts:
     elr: Part[list[EligibleLeaders]]
     reassignments: Part[list[Reassignment]]
     certificates: Part[list[ListenerCertificate]]
+    transactions: Part[list[OpenTransaction]]
 
 
-def _read_parts(admin: KafkaAdmin, md: ClusterMetadata, safety_only: bool) -> _Parts:
+def _read_parts(
+    admin: KafkaAdmin, md: ClusterMetadata, safety_only: bool, transactions: timedelta | None
+) -> _Parts:
     """The parts read after the metadata, side by side (each `_guard`ed: its failure is `missing`)."""
     topics = sorted({p.topic for p in md.partitions})
     alive = [] if safety_only else [b.id for b in md.brokers]
@@ -144,6 +157,12 @@ def _read_parts(admin: KafkaAdmin, md: ClusterMetadata, safety_only: bool) -> _P
         f_certs = pool.submit(
             _guard, "certificates", [], lambda: _certificates(admin, md) if tls else ([], [])
         )
+        f_txns = pool.submit(
+            _guard,
+            "transactions",
+            [],
+            (lambda: _transactions(admin, md, transactions)) if transactions is not None else _nothing,
+        )
         return _Parts(
             f_regs.result(),
             f_quorum.result(),
@@ -154,6 +173,7 @@ def _read_parts(admin: KafkaAdmin, md: ClusterMetadata, safety_only: bool) -> _P
             f_elr.result(),
             f_moves.result(),
             f_certs.result(),
+            f_txns.result(),
         )
 
 
@@ -234,6 +254,16 @@ def _certificates(admin: KafkaAdmin, md: ClusterMetadata) -> Part[list[ListenerC
     raw = admin.listener_certificates((b.id, b.host, b.port) for b in md.brokers)
     found = [raw.values[b] for b in sorted(raw.values)]
     return found, [Missing(part=f"certificates:{b}", reason=r) for b, r in sorted(raw.errors.items())]
+
+
+def _transactions(
+    admin: KafkaAdmin, md: ClusterMetadata, older_than: timedelta
+) -> Part[list[OpenTransaction]]:
+    """The transactions the led partitions hold open for longer than `older_than`."""
+    led = [(p.topic, p.partition, p.leader) for p in md.partitions if p.leader is not None]
+    raw = admin.open_transactions(led, older_than)
+    found = [t for topic in sorted(raw.values) for t in raw.values[topic]]
+    return found, [Missing(part=f"transactions:{t}", reason=r) for t, r in sorted(raw.errors.items())]
 
 
 def _offsets(admin: KafkaAdmin, partitions: list[Partition]) -> Part[list[PartitionOffsets]]:

@@ -160,7 +160,15 @@ def collect(worker: PolicyWorker, spec: KafkaHealthPolicySpec, secrets: Secrets)
     roll_before = roll_in_flight(
         rt.k8s, worker.namespace, worker.name, rolling=worker.rolling(), base=worker.remediation_seen
     )
-    snapshot = collect_snapshot(admin, worker.cluster_name, lambda: datetime.now(UTC))
+    hanging = spec.diagnostics.checks.hanging_transactions
+    snapshot = collect_snapshot(
+        admin,
+        worker.cluster_name,
+        lambda: datetime.now(UTC),
+        transactions_older_than=(
+            timedelta(minutes=hanging.max_transaction_timeout_minutes) if hanging.enabled else None
+        ),
+    )
     worker.last_snapshot = snapshot
     unusable = _unusable(snapshot, conn.bootstrap_servers, secrets)
     if unusable is not None:

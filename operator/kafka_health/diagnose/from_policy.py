@@ -40,6 +40,7 @@ CHECK_TOGGLES: dict[str, str] = {
     "broker_missing": "quorum",
     "listener_certificate_expiry": "certificates",
     "listener_certificate_mismatch": "certificates",
+    "hanging_transaction": "hanging_transactions",
 }
 
 

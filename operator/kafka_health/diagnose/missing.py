@@ -27,11 +27,12 @@ _FEEDS = {
     "eligible_leaders": "how an offline partition comes back",
     "reassignments": "the reassignment checks (a throttle is not judged left behind)",
     "certificates": "the certificate checks",
+    "transactions": "the hanging-transaction check",
 }
 # Checks whose findings claim something of a part beyond their own input ("no reassignment in
 # flight"): left out when that part was not read, whose snapshot_incomplete finding says so.
 UNJUDGED = {"replication_throttle_left": "reassignments"}
-_TOPIC_PARTS = {"partitions", "configs", "offsets"}
+_TOPIC_PARTS = {"partitions", "configs", "offsets", "transactions"}
 
 
 def _subject(kind: str, detail: str) -> Subject:

@@ -110,6 +110,30 @@ class ListenerCertificate(_Model):
     verify_error: str | None = Field(None, description="OpenSSL's verify result when not verified.")
 
 
+class OpenTransaction(_Model):
+    """A transaction a partition's leader holds open (DescribeProducers) for longer than the
+    policy's transaction timeout, and what its coordinator says of it (ListTransactions by
+    producer id, then DescribeTransactions), as `kafka-transactions.sh find-hanging` reads them.
+    It is hanging when the coordinator does not list this partition in a transaction of this
+    producer (`coordinator_lists_partition` false): nothing will ever write its end marker, and
+    the partition's last stable offset stays at `start_offset` until it is aborted."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int = Field(description="-1 when the leader knows none.")
+    start_offset: int = Field(description="The transaction's first offset: where the LSO is held.")
+    last_timestamp: datetime = Field(description="When the leader last heard from this producer.")
+    transactional_id: str | None = Field(
+        None, description="The coordinator's transactional id for this producer id (none found: null)."
+    )
+    coordinator_state: str | None = Field(None, description="That transaction's state (Ongoing, Empty, …).")
+    coordinator_lists_partition: bool = Field(
+        description="The coordinator's transaction of this producer includes this partition."
+    )
+
+
 class TopicConfig(_Model):
     """The effective values of the configs the diagnosis needs (broker defaults applied)."""
 
@@ -203,6 +227,11 @@ class ClusterSnapshot(_Model):
         default_factory=list,
         description="The certificate chain each alive broker serves, on a TLS connection only. Not "
         "read: `missing` says so (certificates:<broker>).",
+    )
+    open_transactions: list[OpenTransaction] = Field(
+        default_factory=list,
+        description="Transactions open longer than the policy's transaction timeout, when the "
+        "hangingTransactions check is enabled. Not read: `missing` says so (transactions).",
     )
     hidden: dict[str, list[int]] = Field(
         default_factory=dict,

@@ -83,6 +83,7 @@ def all_checks() -> list[Check]:
         reassignment,
         rebalance,
         replication,
+        transactions,
     )
 
     return [
@@ -96,4 +97,5 @@ def all_checks() -> list[Check]:
         *durability.CHECKS,
         *quorum.CHECKS,
         *certificates.CHECKS,
+        *transactions.CHECKS,
     ]

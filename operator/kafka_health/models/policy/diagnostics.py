@@ -183,6 +183,27 @@ class CertificatesCheck(Check):
         return self
 
 
+class HangingTransactionsCheck(Check):
+    """Transactions no coordinator will ever end (KIP-664), found as kafka-transactions.sh
+    find-hanging finds them. Off by default: reading the producers of a partition needs READ on
+    its topic (and the transactional ids DESCRIBE on TRANSACTIONAL_ID), more than the rest of
+    the diagnosis asks."""
+
+    enabled: bool = Field(
+        False,
+        description="Look for hanging transactions (needs READ on TOPIC and DESCRIBE on "
+        "TRANSACTIONAL_ID, see the ACL table in docs/policy.md).",
+    )
+    max_transaction_timeout_minutes: int = Field(
+        15,
+        ge=1,
+        le=10080,
+        description="Only transactions whose producer was last heard from longer ago than this are "
+        "looked at (the brokers' transaction.max.timeout.ms; kafka-transactions find-hanging "
+        "--max-transaction-timeout).",
+    )
+
+
 class Checks(SpecModel):
     """Per-check toggles and thresholds."""
 
@@ -200,6 +221,9 @@ class Checks(SpecModel):
     quorum: QuorumCheck = section(QuorumCheck, "KRaft quorum health and missing brokers.")
     certificates: CertificatesCheck = section(
         CertificatesCheck, "Expiry and issuers of the certificates the brokers serve (TLS connections)."
+    )
+    hanging_transactions: HangingTransactionsCheck = section(
+        HangingTransactionsCheck, "Open transactions no coordinator will end (off by default)."
     )
 
 
