@@ -110,7 +110,7 @@ def test_only_old_open_transactions_are_candidates_and_the_coordinator_decides_h
 
 
 def test_a_topic_the_principal_may_not_read_is_its_own_error_the_others_still_read() -> None:
-    a0, b0 = TopicPartition("a", 0), TopicPartition("b", 0)
+    a0 = TopicPartition("a", 0)
     kp = Kp(
         producers={a0: [producer(10, 5, OLD)]}, ids={}, described={}, unreadable=frozenset({"b"}), asked=[]
     )
