@@ -5,7 +5,9 @@ with the brokers' KIP-890 verification off for the test), partition 1 a transact
 merely open (a transactional producer that neither commits nor aborts). With the check on, the
 collector reads both; the diagnosis names partition 0 only, with the producer, start offset and
 last stable offset the tool and the brokers report, and partition 1 not at all (its coordinator
-still lists it: it will abort it). The tool's own `abort` ends the hanging one: the next
+still lists it: it will abort it). `kafka-health abort-transaction` refuses the open one, an
+offset where none starts and (by default) a producer heard from within the timeout; its dry run
+changes nothing; with --execute it ends the hanging one: find-hanging lists nothing, the next
 diagnosis has no finding and the last stable offset reaches the high watermark. With the check
 off, nothing of it is read and nothing is reported missing."""
 
@@ -19,8 +21,10 @@ import pytest
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 from pyspark.sql import SparkSession
+from typer.testing import CliRunner, Result
 
 from kafka_health.cli.diagnose import collect
+from kafka_health.cli.main import app
 from kafka_health.collect.connection import ConnectionConfig
 from kafka_health.diagnose import run_diagnosis
 from kafka_health.models.snapshot import ClusterSnapshot
@@ -56,6 +60,15 @@ def stable_and_end(bootstrap: str, topic: str, partition: int) -> tuple[int, int
         answer = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level)
         out.append(answer[tp].result().offset)
     return out[0], out[1]
+
+
+def abort(bootstrap: str, topic: str, partition: int, offset: int, minutes: int, *extra: str) -> Result:
+    """`kafka-health abort-transaction` (CliRunner: its output holds stdout and stderr)."""
+    args = ["--topic", topic, "--partition", str(partition), "--start-offset", str(offset)]
+    return CliRunner().invoke(
+        app,
+        ["abort-transaction", "-b", bootstrap, *args, "--max-transaction-timeout", str(minutes), *extra],
+    )
 
 
 def hanging_findings(bootstrap: str, spark: SparkSession, topic: str) -> set[tuple[str, int, object, object]]:
@@ -104,11 +117,21 @@ def test_a_hanging_transaction_is_found_as_kafka_transactions_finds_it_and_gone_
         assert finding.evidence["transactional_id"] == f"{topic}-hang"
         assert f"--partition 0 --start-offset {hung.start_offset}" in (finding.remediation or "")
 
-        aborted = kafka.tool(
-            "kafka-transactions",
-            ["abort", "--topic", topic, "--partition", "0", "--start-offset", str(hung.start_offset)],
-        )
-        assert aborted.returncode == 0, aborted.stderr
+        listed = next(t for t in snap.open_transactions if (t.topic, t.partition) == (topic, 1))
+        refusals = {
+            "no transaction open": (0, hung.start_offset + 1, 15, 3),  # (partition, offset, timeout, exit)
+            "within the transaction timeout": (0, hung.start_offset, 15, 4),
+            "is not hanging: its coordinator lists it": (1, listed.start_offset, 0, 4),
+        }
+        for said, (partition, offset, minutes, code) in refusals.items():
+            refused = abort(bootstrap, topic, partition, offset, minutes, "--execute")
+            assert refused.exit_code == code and said in refused.output, refused.output
+        dry = abort(bootstrap, topic, 0, hung.start_offset, 0)
+        assert dry.exit_code == 0 and "would abort: hanging" in dry.output, dry.output
+        assert find_hanging(kafka, topic) == expected  # a dry run changes nothing
+
+        aborted = abort(bootstrap, topic, 0, hung.start_offset, 0, "--execute")
+        assert aborted.exit_code == 0 and "aborted: hanging" in aborted.output, aborted.output
         assert find_hanging(kafka, topic) == set()
         assert hanging_findings(bootstrap, spark, topic) == set()
         stable, end = stable_and_end(bootstrap, topic, 0)

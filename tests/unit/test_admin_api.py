@@ -33,6 +33,7 @@ EXPECTED_CALLS = {
     "reassignments",
     "listener_certificates",
     "open_transactions",
+    "abort_transaction",
 }
 
 

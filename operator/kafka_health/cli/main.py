@@ -10,6 +10,7 @@ from kafka_health.cli.elect_cli import elect_leaders
 from kafka_health.cli.operator import operator
 from kafka_health.cli.remediation_cli import reset_offsets
 from kafka_health.cli.restart_cli import restart
+from kafka_health.cli.transaction_cli import abort_transaction
 
 app = typer.Typer(
     name="kafka-health",
@@ -32,6 +33,7 @@ app.command("operator")(operator)
 app.command("restart")(restart)
 app.command("elect-leaders")(elect_leaders)
 app.command("reset-offsets")(reset_offsets)
+app.command("abort-transaction")(abort_transaction)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -26,6 +26,7 @@ from typing import Any, cast
 from kafka_health.collect import security_errors
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.results import (
+    AbortTarget,
     BrokerRegistration,
     ClusterMetadata,
     GroupDescription,
@@ -241,6 +242,12 @@ class AdminApi(ABC):
             "open_transactions", wanted, older_than
         )
         return result
+
+    def abort_transaction(self, target: AbortTarget) -> None:
+        """Write an abort marker for `target`'s open transaction on its partition (WriteTxnMarkers
+        to the partition's leader, as `kafka-transactions abort` does; needs ALTER on CLUSTER).
+        Sent once: a failure raises `AdminCallError` and the outcome is then unknown."""
+        self._write("abort_transaction", target)
 
     def listener_certificates(
         self, brokers: Iterable[tuple[int, str, int]]

@@ -95,15 +95,16 @@ class KafkaPython:
         """Run `fn` in the pool (callers bound the returned future)."""
         return self._pool.submit(fn, *args)
 
-    def call(self, name: str, fn: Callable[[Any], T], budget: float) -> T:
-        """`fn(client)` bounded by `budget` seconds; half of it goes to a retry on a fresh client."""
+    def call(self, name: str, fn: Callable[[Any], T], budget: float, *, write: bool = False) -> T:
+        """`fn(client)` bounded by `budget` seconds; half of it goes to a retry on a fresh client.
+        A `write` is sent once, with the whole budget: its outcome is unknown when it fails."""
         deadline = time.monotonic() + budget
         error = AdminCallError(name, "no time left")
-        for attempt in (1, 2):
+        for attempt in (1,) if write else (1, 2):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            wait = remaining / 2 if attempt == 1 else remaining
+            wait = remaining / 2 if attempt == 1 and not write else remaining
             used: list[Any] = []
 
             def run(used: list[Any] = used) -> T:

@@ -12,7 +12,14 @@ from kafka_health.collect import kafka_python as kpy
 from kafka_health.collect import parse
 from kafka_health.collect.connection import redact
 from kafka_health.collect.kafka_python import MIN_PER_NODE, KafkaPython, describe_metadata_quorum
-from kafka_health.collect.results import ZOOKEEPER_MODE, AdminCallError, BrokerRegistration, Partial, Timeouts
+from kafka_health.collect.results import (
+    ZOOKEEPER_MODE,
+    AbortTarget,
+    AdminCallError,
+    BrokerRegistration,
+    Partial,
+    Timeouts,
+)
 from kafka_health.collect.transactions import read_open_transactions
 from kafka_health.models.snapshot import EligibleLeaders as Eligible
 from kafka_health.models.snapshot import OpenTransaction, Quorum, Reassignment
@@ -95,3 +102,16 @@ class KafkaPythonCalls:
             budget,
         )
         return result
+
+    def _do_abort_transaction(self, target: AbortTarget) -> None:
+        from kafka.admin._transactions import AbortTransactionSpec
+        from kafka.structs import TopicPartition
+
+        spec = AbortTransactionSpec(
+            topic_partition=TopicPartition(target.topic, target.partition),
+            producer_id=target.producer_id,
+            producer_epoch=target.producer_epoch,
+            coordinator_epoch=target.coordinator_epoch,
+        )
+        budget = self.timeouts.metadata + self.timeouts.request
+        self._kp.call("abort_transaction", lambda kp: kp.abort_transaction(spec), budget, write=True)

@@ -85,3 +85,16 @@ class GroupDescription:
     state: str
     member_ids: list[str]
     assigned: list[TopicPartitionKey]  # partitions assigned to the members right now
+
+
+@dataclass(frozen=True)
+class AbortTarget:
+    """The transaction an administrative abort ends on one partition (WriteTxnMarkers): the
+    producer id and epoch the partition's leader holds it under, and the coordinator epoch the
+    marker carries (the leader refuses one older than it has seen)."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int

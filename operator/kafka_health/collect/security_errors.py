@@ -278,6 +278,7 @@ _PART_ACL = {
     "elect_leaders": ("ALTER", "CLUSTER"),
     "alter_consumer_group_offsets": ("READ", "GROUP"),
     "transactions": ("READ", "TOPIC"),
+    "abort_transaction": ("ALTER", "CLUSTER"),
 }
 # Error code (librdkafka name or kafka-python class) → the resource type it is about.
 _AUTHZ_CODES = {
