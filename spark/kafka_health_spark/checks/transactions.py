@@ -86,8 +86,9 @@ def hanging_transaction(frames: Frames, t: Thresholds) -> DataFrame:
             "coordinator_state": F.col("coordinator_state"),
         },
         remediation=F.format_string(
-            "abort it: kafka-transactions --bootstrap-server <brokers> abort --topic %s --partition %d "
-            "--start-offset %d (check first that no live producer still writes with producer id %d)",
+            "abort it: kafka-health abort-transaction -b <brokers> --topic %s --partition %d --start-offset %d "
+            "--execute (it aborts only a hanging transaction; kafka-transactions abort takes the same "
+            "arguments); check first that no live producer still writes with producer id %d",
             "topic",
             "partition",
             "start_offset",
