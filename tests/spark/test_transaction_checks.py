@@ -49,7 +49,7 @@ def test_only_what_no_coordinator_will_end_is_hanging(spark: SparkSession) -> No
     assert zero.message == (
         "orders-0 holds a hanging transaction of producer 4000 (epoch 1) open since offset 100, last heard "
         "from 42 min ago, and no transactional id lists this producer: its last stable offset stays at "
-        "100, so read_committed consumers stop there (150 records behind the high watermark)."
+        "100, so read_committed consumers stop there (150 record(s) behind the high watermark)."
     )
     assert zero.evidence["last_stable_offset"] == 100 and zero.evidence["high_watermark"] == 250
     assert zero.evidence["minutes_since_last_heard"] == 42 and zero.evidence["transactional_id"] is None

@@ -70,7 +70,7 @@ def hanging_transaction(frames: Frames, t: Thresholds) -> DataFrame:
             "start_offset",
             F.when(
                 F.col("held").isNotNull(),
-                F.format_string(" (%d records behind the high watermark)", "held"),
+                F.format_string(" (%d record(s) behind the high watermark)", "held"),
             ).otherwise(F.lit("")),
         ),
         evidence={
