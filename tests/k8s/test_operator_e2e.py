@@ -683,6 +683,91 @@ def test_offset_reset_waits_for_approval_saves_offsets_then_applies_once(
         admin.close()
 
 
+def test_a_hanging_transaction_is_found_then_aborted_on_request_and_a_young_one_is_refused(
+    k8s_control_plane: ControlPlane,
+    operator: OperatorProcess,
+    e2e_ns: str,
+    kafka: Testbed,
+    bootstrap: str,
+    unique_name: str,
+) -> None:
+    """checks.hangingTransactions on (1 min): partition 0's hanging transaction becomes a
+    `hanging_transaction` finding; its abort request waits for approval, then aborts it (a
+    TransactionAborted Event, a Succeeded result and history record; `kafka-transactions
+    find-hanging` no longer lists it). A second request, for a transaction hanging on partition 1
+    for less than the timeout, is refused live (Failed, nothing sent: it still hangs)."""
+    from kafka_health.testbed.transactions import VERIFICATION, hang
+    from tests.diagnose.test_hanging_transactions import find_hanging
+
+    cp = k8s_control_plane
+    topic = unique_name
+    faults.create_topic(bootstrap, topic, partitions=2)
+    config = ["--entity-type", "brokers", "--entity-default", "--alter"]
+    assert kafka.tool("kafka-configs", [*config, "--add-config", f"{VERIFICATION}=false"]).returncode == 0
+    try:
+        hung = hang(bootstrap, topic, 0, f"{topic}-hang")
+        requests = [
+            {"id": "unstick", "topic": topic, "partition": 0, "startOffset": hung.start_offset},
+            {"id": "young", "topic": topic, "partition": 1, "startOffset": 0},  # made below
+        ]
+        body = policy(
+            e2e_ns,
+            "txn",
+            bootstrap,
+            diagnostics={
+                "checks": {"hangingTransactions": {"enabled": True, "maxTransactionTimeoutMinutes": 1}}
+            },
+            remediation={
+                "mode": "Enforce",
+                "requireApproval": True,
+                "preferredLeaderElection": {"enabled": False},
+                "transactionAborts": {"requests": requests},
+            },
+        )
+        apply(cp, body)
+        found = wait_status(
+            cp, e2e_ns, "txn",
+            lambda s: any(f["check"] == "hanging_transaction" and f"topic={topic}/" in f["subject"]
+                          for f in s.get("topFindings", [])),
+            timeout=180, what="the hanging_transaction finding (after the 1 min timeout)",
+        )  # fmt: skip
+        (finding,) = [f for f in found["topFindings"] if f["check"] == "hanging_transaction"]
+        assert finding["subject"].endswith("/partition=0"), finding
+        assert finding["evidence"]["start_offset"] == str(hung.start_offset)  # status evidence: strings
+        status = approve_and_finish(cp, e2e_ns, "unstick")
+        young = hang(bootstrap, topic, 1, f"{topic}-young")
+        assert young.start_offset == 0
+        status = approve_and_finish(cp, e2e_ns, "young")
+        results = {r["id"]: r for r in status["transactionAborts"]}
+        assert results["unstick"]["state"] == "Succeeded", results
+        assert "aborted: hanging" in results["unstick"]["message"]
+        assert results["young"]["state"] == "Failed", results
+        assert "within the transaction timeout" in results["young"]["message"], results
+        # The hanging one is gone; the young one was left as it was (nothing sent).
+        assert find_hanging(kafka, topic) == {(topic, 1, young.producer_id, 0)}
+        outcomes = {h["id"]: h["outcome"] for h in status["history"] if h["action"] == "TransactionAbort"}
+        assert outcomes == {"unstick": "Succeeded", "young": "Failed"}
+        reasons = {e["reason"] for e in events_of(cp, e2e_ns, "txn")}
+        assert {"TransactionAborted", "TransactionAbortFailed"} <= reasons, reasons
+    finally:
+        kubectl(cp, "delete", "khp", "-n", e2e_ns, "txn", "--wait=true")
+        kafka.tool("kafka-configs", [*config, "--delete-config", VERIFICATION])
+
+
+def approve_and_finish(cp: ControlPlane, ns: str, request_id: str) -> dict[str, Any]:
+    """Wait for `request_id`'s plan to await approval, approve it, wait for its result."""
+    pending = wait_status(
+        cp, ns, "txn", lambda s: (s.get("pendingPlan") or {}).get("id") == request_id,
+        timeout=120, what=f"{request_id} awaiting approval",
+    )  # fmt: skip
+    plan_id = pending["pendingPlan"]["planId"]
+    kubectl(cp, "annotate", "--overwrite", "khp", "-n", ns, "txn", f"kafkahealth.io/approve-plan={plan_id}")
+    return wait_status(
+        cp, ns, "txn", request_finished("transactionAborts", request_id), timeout=120,
+        what=f"{request_id} finished",
+    )  # fmt: skip
+
+
 def test_argocd_health_check_on_objects_this_suite_produced(
     k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, kafka: Testbed, bootstrap: str
 ) -> None:

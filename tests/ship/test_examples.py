@@ -27,6 +27,7 @@ def test_the_common_cases_have_examples() -> None:
         "rolling-restart-request.yaml",
         "offset-reset-after-restore.yaml",
         "strimzi-policy.yaml",
+        "hanging-transaction-abort.yaml",
     }
 
 
@@ -58,6 +59,11 @@ def test_examples_do_what_their_names_say() -> None:
     roll = spec("rolling-restart-request.yaml")
     assert roll.cluster.broker_pods is not None
     assert [r.id for r in roll.remediation.rolling_restart.requests or []] == ["2026-11-20-jvm-upgrade"]
+
+    aborts = spec("hanging-transaction-abort.yaml")
+    (abort,) = aborts.remediation.transaction_aborts.requests or []
+    assert (abort.topic, abort.partition, abort.start_offset) == ("payments", 3, 918273)
+    assert aborts.diagnostics.checks.hanging_transactions.enabled and aborts.remediation.require_approval
 
     reset = spec("offset-reset-after-restore.yaml")
     (request,) = reset.remediation.offset_resets.requests or []

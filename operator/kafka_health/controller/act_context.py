@@ -27,6 +27,7 @@ from kafka_health.models.policy import (
     KafkaHealthPolicyStatus,
     OffsetResetResult,
     RollingRestartResult,
+    TransactionAbortResult,
     WithheldAction,
     WithheldReason,
     append_history,
@@ -160,7 +161,7 @@ def record(status: KafkaHealthPolicyStatus, entry: ActionRecord | None) -> None:
         status.history = append_history(status.history, entry)
 
 
-_Result = TypeVar("_Result", RollingRestartResult, OffsetResetResult)
+_Result = TypeVar("_Result", RollingRestartResult, OffsetResetResult, TransactionAbortResult)
 
 
 def with_result(results: list[_Result] | None, result: _Result) -> list[_Result]:

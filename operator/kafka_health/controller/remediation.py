@@ -16,7 +16,7 @@ from typing import Any
 from kafka_health.controller.act_context import ActContext, Stopped, locked, locked_status, take_lease
 from kafka_health.controller.cluster_lease import LeaseLost
 from kafka_health.controller.roll_steps import halt_waiting_roll, next_steps, restart_next_broker, resume_roll
-from kafka_health.controller.short_actions import elect, record_interrupted, reset_offsets
+from kafka_health.controller.short_actions import abort_transaction, elect, record_interrupted, reset_offsets
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.policy import (
     ActionType,
@@ -32,6 +32,7 @@ from kafka_health.plan import (
     PlanContext,
     PlannedElection,
     PlannedRestart,
+    PlannedTransactionAbort,
     PolicyRef,
     Verdict,
     plan,
@@ -131,6 +132,8 @@ def act(decision: Decision, status: KafkaHealthPolicyStatus, ctx: ActContext) ->
     try:
         if isinstance(action, PlannedElection):
             return elect(action, status, ctx, policy, taken)
+        if isinstance(action, PlannedTransactionAbort):
+            return abort_transaction(action, status, ctx, policy, taken)
         return reset_offsets(action, status, ctx, policy, taken)
     finally:
         taken.release()

@@ -1,5 +1,5 @@
 """The short actions, run inside a cycle under the cluster's Lease: a preferred leader election,
-an offset reset, and the record of either one interrupted by an operator restart."""
+an offset reset, a transaction abort, and the record of one interrupted by an operator restart."""
 
 from __future__ import annotations
 
@@ -16,11 +16,19 @@ from kafka_health.models.policy import (
     KafkaHealthPolicyStatus,
     RemediationStep,
     RequestState,
+    TransactionAbortResult,
 )
 from kafka_health.models.reasons import DegradedReason, EventReason
-from kafka_health.plan import PlannedElection, PlannedOffsetReset, PolicyRef, breaker_reset_token
+from kafka_health.plan import (
+    PlannedElection,
+    PlannedOffsetReset,
+    PlannedTransactionAbort,
+    PolicyRef,
+    breaker_reset_token,
+)
 from kafka_health.remediate.leader_election import execute_visible_election
 from kafka_health.remediate.offset_reset import execute_offset_reset
+from kafka_health.remediate.transaction_abort import AbortState, abort_transaction_request
 from kafka_health.report import metrics
 
 
@@ -133,6 +141,63 @@ def reset_offsets(
     return out
 
 
+def abort_transaction(
+    action: PlannedTransactionAbort,
+    status: KafkaHealthPolicyStatus,
+    ctx: ActContext,
+    policy: PolicyRef,
+    lease: ClusterLease,
+) -> KafkaHealthPolicyStatus:
+    """`kafka-health abort-transaction --execute` for one request: read live, aborted only when
+    hanging, read again; anything else (not hanging, not found, not taken) is Failed, with why."""
+    assert action.id is not None  # an abort is always a request
+    out = status.model_copy(deep=True)
+    started = ctx.clock()
+    out.current_remediation = CurrentRemediation(
+        action=action.action,
+        id=action.id,
+        plan_id=action.plan_id,
+        step=RemediationStep.ABORTING_TRANSACTION,
+        started_at=started,
+        message=action.summary[:1000],
+    )
+    guarded_persist(ctx, lease)(out)
+    outcome = abort_transaction_request(ctx.admin, action.abort, action.timeout_minutes, ctx.clock)
+    ok = outcome.state is AbortState.ABORTED
+    message = f"{action.id}: {outcome.message}"
+    record(
+        out,
+        ActionRecord(
+            action=action.action,
+            id=action.id,
+            plan_id=action.plan_id,
+            outcome=ActionOutcome.SUCCEEDED if ok else ActionOutcome.FAILED,
+            started_at=started,
+            finished_at=ctx.clock(),
+            message=message[:1000],
+            generation=policy.generation,
+            breaker_reset=breaker_reset_token(policy.annotations),
+        ),
+    )
+    out.transaction_aborts = with_result(
+        out.transaction_aborts,
+        TransactionAbortResult(
+            id=action.id,
+            state=RequestState.SUCCEEDED if ok else RequestState.FAILED,
+            finished_at=ctx.clock(),
+            message=outcome.message[:1000],
+        ),
+    )
+    out.current_remediation = None
+    out.remediation_summary = message[:256]
+    reason = EventReason.TRANSACTION_ABORTED if ok else EventReason.TRANSACTION_ABORT_FAILED
+    ctx.on_event("Normal" if ok else "Warning", reason, message)
+    metrics.count_remediation(
+        policy.namespace, policy.name, action.action.value, "succeeded" if ok else "failed"
+    )
+    return out
+
+
 def _owner(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
     uid = metadata.get("uid")
     if not uid:
@@ -169,6 +234,21 @@ def record_interrupted(
             breaker_reset=breaker_reset_token(policy.annotations),
         ),
     )
+    if current.action is ActionType.TRANSACTION_ABORT:  # the marker may have been sent: not repeated
+        out.transaction_aborts = [
+            r.model_copy(
+                update={
+                    "state": RequestState.FAILED,
+                    "finished_at": now,
+                    "message": "interrupted by an operator restart after the abort marker may have been sent: "
+                    "read the partition (kafka-health diagnose --hanging-transactions) and commit a new id "
+                    "if it still hangs",
+                }
+            )
+            if r.id == current.id and not r.state.terminal
+            else r
+            for r in out.transaction_aborts or []
+        ] or None
     if current.action is ActionType.OFFSET_RESET:
         out.offset_resets = [
             r.model_copy(update={"state": RequestState.PENDING, "message": "interrupted; planned again"})

@@ -1,12 +1,13 @@
 """The candidates: each action that could run now, with its plan and what holds it back.
 
-In priority order: requested rolling restarts, requested offset resets, then preferred leader
-election (requested by annotation, or automatic when the live leader imbalance is over the
+In priority order: requested rolling restarts, requested offset resets, requested transaction
+aborts, then preferred leader election (requested by annotation, or automatic when the live leader imbalance is over the
 threshold). Which one runs is `kafka_health.plan.choose`'s business.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import TypeAdapter, ValidationError
@@ -16,15 +17,25 @@ from kafka_health.models.policy import (
     ANNOTATION_ROLLING_RESTART,
     ActionType,
     OffsetResetRequest,
+    OffsetResetResult,
     RequestId,
     RequestState,
     RollingRestartRequest,
+    RollingRestartResult,
+    TransactionAbortRequest,
+    TransactionAbortResult,
     WithheldAction,
     WithheldReason,
 )
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan.approval import plan_id
-from kafka_health.plan.decision import PlannedElection, PlannedOffsetReset, PlannedRestart, RestartStep
+from kafka_health.plan.decision import (
+    PlannedElection,
+    PlannedOffsetReset,
+    PlannedRestart,
+    PlannedTransactionAbort,
+    RestartStep,
+)
 from kafka_health.plan.hold import Hold
 from kafka_health.plan.leader_election_plan import ElectionPlan, imbalance_exceeds, plan_preferred_election
 from kafka_health.plan.offset_reset_plan import plan_offset_reset, resolve_partitions, target_timestamp
@@ -198,6 +209,49 @@ def _offset_candidate(ctx: PlanContext, request: OffsetResetRequest) -> Candidat
     return cand
 
 
+def _abort_candidate(ctx: PlanContext, request: TransactionAbortRequest) -> Candidate:
+    """An abort's plan is the request itself: whether the transaction is hanging is read live by
+    its executor just before it acts (`remediate.transaction_abort`); what the last collect saw of
+    it (the hangingTransactions check) is shown in the plan's details."""
+    action = ActionType.TRANSACTION_ABORT
+    holds = holds_for(ctx, action)
+    cand = Candidate(action, request.id, holds)
+    if observing(ctx):
+        return cand
+    where = f"{request.topic}-{request.partition} offset {request.start_offset}"
+    seen = next(
+        (
+            t
+            for t in (ctx.snapshot.open_transactions if ctx.snapshot else [])
+            if (t.topic, t.partition, t.start_offset)
+            == (request.topic, request.partition, request.start_offset)
+        ),
+        None,
+    )
+    check = ctx.spec.diagnostics.checks.hanging_transactions
+    details = [
+        "read live before it is sent: aborted only when hanging (its coordinator does not list the partition "
+        f"and its producer was silent for more than {check.max_transaction_timeout_minutes} min)",
+        f"last collect: producer {seen.producer_id} (epoch {seen.producer_epoch}), "
+        + (
+            "not listed by its coordinator"
+            if not seen.coordinator_lists_partition
+            else "listed by its coordinator"
+        )
+        if seen is not None
+        else "last collect: not seen (checks.hangingTransactions off, or not open that long)",
+    ]
+    cand.planned = PlannedTransactionAbort(
+        id=request.id,
+        plan_id=plan_id("abort", request.model_dump(mode="json", by_alias=True), ctx.status.history),
+        summary=f"abort the hanging transaction at {where}",
+        details=details,
+        abort=request,
+        timeout_minutes=check.max_transaction_timeout_minutes,
+    )
+    return cand
+
+
 def _election_candidate(ctx: PlanContext, withheld: list[WithheldAction]) -> Candidate | None:
     action = ActionType.PREFERRED_LEADER_ELECTION
     ple = ctx.spec.remediation.preferred_leader_election
@@ -283,28 +337,50 @@ def invalid_annotation_requests(ctx: PlanContext) -> list[WithheldAction]:
 def candidates(ctx: PlanContext, withheld: list[WithheldAction]) -> list[Candidate]:
     """Every action that could run now, in priority order (a due election with nothing to elect
     is added to `withheld` instead)."""
-    out: list[Candidate] = []
-    restarts = {r.id: r for r in ctx.status.rolling_restarts or []}
-    for request in restart_requests(ctx):
-        result = restarts.get(request.id)
-        if result is not None and result.state.terminal:
-            continue
-        if result is not None and result.state is RequestState.RUNNING:
-            out.append(Candidate(ActionType.ROLLING_RESTART, request.id, [_orphaned(request.id)]))
-            continue
-        out.append(_restart_candidate(ctx, request))
-    resets = {r.id: r for r in ctx.status.offset_resets or []}
-    for reset in ctx.spec.remediation.offset_resets.requests or []:
-        reset_result = resets.get(reset.id)
-        if reset_result is not None and reset_result.state.terminal:
-            continue
-        if reset_result is not None and reset_result.state is RequestState.RUNNING:
-            out.append(Candidate(ActionType.OFFSET_RESET, reset.id, [_orphaned(reset.id)]))
-            continue
-        out.append(_offset_candidate(ctx, reset))
+    remediation = ctx.spec.remediation
+    out = [
+        *_requested(ctx, ActionType.ROLLING_RESTART, restart_requests(ctx), ctx.status.rolling_restarts),
+        *_requested(
+            ctx, ActionType.OFFSET_RESET, remediation.offset_resets.requests, ctx.status.offset_resets
+        ),
+        *_requested(
+            ctx,
+            ActionType.TRANSACTION_ABORT,
+            remediation.transaction_aborts.requests,
+            ctx.status.transaction_aborts,
+        ),
+    ]
     election = _election_candidate(ctx, withheld)
     if election is not None:
         out.append(election)
+    return out
+
+
+_Request = RollingRestartRequest | OffsetResetRequest | TransactionAbortRequest
+
+
+def _requested(
+    ctx: PlanContext,
+    action: ActionType,
+    requests: Sequence[_Request] | None,
+    results: Sequence[RollingRestartResult | OffsetResetResult | TransactionAbortResult] | None,
+) -> list[Candidate]:
+    """The candidates of one kind of request: those not finished; one recorded Running with nothing
+    in flight is held (`_orphaned`), never run again."""
+    done = {r.id: r for r in results or []}
+    out = []
+    for request in requests or []:
+        result = done.get(request.id)
+        if result is not None and result.state.terminal:
+            continue
+        if result is not None and result.state is RequestState.RUNNING:
+            out.append(Candidate(action, request.id, [_orphaned(request.id)]))
+        elif isinstance(request, RollingRestartRequest):
+            out.append(_restart_candidate(ctx, request))
+        elif isinstance(request, OffsetResetRequest):
+            out.append(_offset_candidate(ctx, request))
+        else:
+            out.append(_abort_candidate(ctx, request))
     return out
 
 

@@ -15,6 +15,7 @@ from kafka_health.models.policy import (
     PendingPlan,
     RequestState,
     RollWaitReason,
+    TransactionAbortRequest,
     WithheldAction,
 )
 from kafka_health.plan.leader_election_plan import ElectionPlan
@@ -96,14 +97,21 @@ class PlannedOffsetReset(_Planned):
     offset_reset: OffsetResetPlan
 
 
+class PlannedTransactionAbort(_Planned):
+    action: Literal[ActionType.TRANSACTION_ABORT] = ActionType.TRANSACTION_ABORT
+    abort: TransactionAbortRequest
+    timeout_minutes: int = Field(description="The producer's silence an abort requires (0: not checked).")
+
+
 PlannedAction = Annotated[
-    PlannedElection | PlannedRestart | PlannedOffsetReset, Field(discriminator="action")
+    PlannedElection | PlannedRestart | PlannedOffsetReset | PlannedTransactionAbort,
+    Field(discriminator="action"),
 ]
 """One action the planner chose, its plan typed by its kind (an election cannot carry a roll's step)."""
 
 
 class RequestUpdate(_Model):
-    """What status.rollingRestarts / status.offsetResets should now say about a request."""
+    """What status.rollingRestarts / offsetResets / transactionAborts should now say about a request."""
 
     action: ActionType
     id: str

@@ -78,6 +78,8 @@ _NEEDS: dict[ActionType, tuple[frozenset[str], tuple[str, ...]]] = {
         ("partitions:",),
     ),
     ActionType.OFFSET_RESET: (frozenset({"offsets", "groups"}), ()),
+    # An abort reads its partition live before it acts (`remediate.transaction_abort`).
+    ActionType.TRANSACTION_ABORT: (frozenset(), ()),
 }
 
 
@@ -163,6 +165,7 @@ def requires_window(spec: KafkaHealthPolicySpec, action: ActionType) -> bool:
         ActionType.PREFERRED_LEADER_ELECTION: r.preferred_leader_election.require_maintenance_window,
         ActionType.ROLLING_RESTART: r.rolling_restart.require_maintenance_window,
         ActionType.OFFSET_RESET: r.offset_resets.require_maintenance_window,
+        ActionType.TRANSACTION_ABORT: r.transaction_aborts.require_maintenance_window,
     }[action]
 
 

@@ -70,6 +70,18 @@ def _queued_behind(ctx: PlanContext, current: CurrentRemediation) -> list[Withhe
                     action=ActionType.OFFSET_RESET, id=o.id, reason=WithheldReason.QUEUED, message=message
                 )
             )
+    aborts = {r.id: r for r in ctx.status.transaction_aborts or []}
+    for a in ctx.spec.remediation.transaction_aborts.requests or []:
+        abort_result = aborts.get(a.id)
+        if a.id != current.id and not (abort_result is not None and abort_result.state.terminal):
+            out.append(
+                WithheldAction(
+                    action=ActionType.TRANSACTION_ABORT,
+                    id=a.id,
+                    reason=WithheldReason.QUEUED,
+                    message=message,
+                )
+            )
     election = _election_behind(ctx, current, message)
     return out + ([election] if election is not None else [])
 

@@ -20,7 +20,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel
 
+from kafka_health.collect import security_errors
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
+from kafka_health.models.policy import TransactionAbortRequest
 from kafka_health.models.snapshot import OpenTransaction
 from kafka_health.plan.transaction_abort import AbortRefusal, abort_target, judge_abort
 from kafka_health.remediate import access
@@ -113,3 +115,32 @@ def abort_hanging(
             transaction=hanging,
         )
     return outcome(AbortState.ABORTED, f"aborted: {verdict.reason}", transaction=hanging)
+
+
+def abort_transaction_request(
+    admin: KafkaAdmin, request: TransactionAbortRequest, timeout_minutes: int, clock: Callable[[], datetime]
+) -> AbortOutcome:
+    """The operator's request, executed (`abort_hanging` with --execute): a read that fails or a
+    hidden partition is a Failed outcome naming why, nothing sent."""
+    try:
+        return abort_hanging(
+            admin,
+            request.topic,
+            request.partition,
+            request.start_offset,
+            timeout=timedelta(minutes=timeout_minutes),
+            clock=clock,
+            execute=True,
+        )
+    except access.NotVisible as exc:
+        reason = str(exc)
+    except AdminCallError as exc:
+        denied = security_errors.authorization_denied(f"transactions:{request.topic}", exc.reason)
+        reason = denied or f"cannot read {request.topic}-{request.partition}: {exc.reason}"
+    return AbortOutcome(
+        state=AbortState.FAILED,
+        topic=request.topic,
+        partition=request.partition,
+        start_offset=request.start_offset,
+        message=f"{reason}; nothing aborted",
+    )

@@ -18,6 +18,7 @@ from kafka_health.models.policy import (
     KafkaHealthPolicyStatus,
     OffsetResetResult,
     RollingRestartResult,
+    TransactionAbortResult,
 )
 from kafka_health.models.reasons import StateReason, WithheldReason
 from kafka_health.plan.decision import Decision, RequestUpdate, Verdict, merge_withheld
@@ -30,6 +31,19 @@ def _upsert_restart(
     out = [r for r in results if r.id != u.id]
     previous = next((r for r in results if r.id == u.id), None)
     updated = (previous or RollingRestartResult(id=u.id, state=u.state)).model_copy(
+        update={"state": u.state, "message": u.message}
+    )
+    if u.state.terminal and updated.finished_at is None:
+        updated.finished_at = now
+    return [*out, updated][-MAX_REQUESTS:]
+
+
+def _upsert_abort(
+    results: list[TransactionAbortResult], u: RequestUpdate, now: datetime
+) -> list[TransactionAbortResult]:
+    out = [r for r in results if r.id != u.id]
+    previous = next((r for r in results if r.id == u.id), None)
+    updated = (previous or TransactionAbortResult(id=u.id, state=u.state)).model_copy(
         update={"state": u.state, "message": u.message}
     )
     if u.state.terminal and updated.finished_at is None:
@@ -112,13 +126,17 @@ def _apply_request_updates(
     """The decision's request results (by id) into `out`."""
     restarts = list(status.rolling_restarts or [])
     resets = list(status.offset_resets or [])
+    aborts = list(status.transaction_aborts or [])
     for u in decision.request_updates:
         if u.action is ActionType.ROLLING_RESTART:
             restarts = _upsert_restart(restarts, u, now)
         elif u.action is ActionType.OFFSET_RESET:
             resets = _upsert_reset(resets, u, groups.get(u.id, ""), now)
+        elif u.action is ActionType.TRANSACTION_ABORT:
+            aborts = _upsert_abort(aborts, u, now)
     out.rolling_restarts = restarts or None
     out.offset_resets = resets or None
+    out.transaction_aborts = aborts or None
 
 
 def _remediating(status: KafkaHealthPolicyStatus, decision: Decision) -> tuple[str, str, bool]:

@@ -326,6 +326,7 @@ REMEDIATION_FIELDS = (
     "history",
     "rolling_restarts",
     "offset_resets",
+    "transaction_aborts",
     "withheld",
     "remediation_summary",
 )

@@ -118,7 +118,9 @@ def _coordinator(admin: Any, transactional_id: str, timeout: float = 60.0) -> in
             time.sleep(0.5)
 
 
-def left_open(bootstrap: str, topic: str, partition: int, transactional_id: str) -> Producer:
+def left_open(
+    bootstrap: str, topic: str, partition: int, transactional_id: str, timeout_ms: int = 60_000
+) -> Producer:
     """A transactional producer with one record sent to `topic`-`partition` in a transaction it
     neither commits nor aborts: open, but listed by its coordinator (not hanging). The caller
     aborts it (`abort_transaction`) or lets the coordinator do so after its 60 s timeout."""

@@ -72,6 +72,7 @@ def _is_int64(path: str) -> bool:
         ".diagnostics.checks.quorum.maxVoterLag",
         ".remediation.offsetResets.requests[].toOffset",
         ".remediation.offsetResets.requests[].shiftBy",
+        ".remediation.transactionAborts.requests[].startOffset",
     }
     return path in limits
 

@@ -101,6 +101,7 @@ from kafka_health.models.policy.remediation import (
     RestartRateLimit,
     RestartTimeouts,
     RollingRestart,
+    TransactionAborts,
 )
 from kafka_health.models.policy.requests import (
     EPOCH,
@@ -108,6 +109,7 @@ from kafka_health.models.policy.requests import (
     OffsetResetRequest,
     RollingRestartRequest,
     TopicPartitionRef,
+    TransactionAbortRequest,
     epoch_millis_at_or_after,
 )
 from kafka_health.models.policy.resource import (
@@ -147,6 +149,7 @@ from kafka_health.models.policy.status import (
     RequestState,
     RestartBegun,
     RollingRestartResult,
+    TransactionAbortResult,
     WithheldAction,
     append_history,
 )
@@ -281,6 +284,9 @@ __all__ = [
     "Tls",
     "TopicName",
     "TopicPartitionRef",
+    "TransactionAbortRequest",
+    "TransactionAbortResult",
+    "TransactionAborts",
     "WindowDuration",
     "WindowedCheck",
     "WithheldAction",

@@ -18,6 +18,7 @@ from kafka_health.models.policy.requests import (
     REQUEST_LIST,
     OffsetResetRequest,
     RollingRestartRequest,
+    TransactionAbortRequest,
     unique_ids,
 )
 from kafka_health.models.policy.rules import Text, spec_error
@@ -34,6 +35,7 @@ class ActionType(StrEnum):
     PREFERRED_LEADER_ELECTION = "PreferredLeaderElection"
     ROLLING_RESTART = "RollingRestart"
     OFFSET_RESET = "OffsetReset"
+    TRANSACTION_ABORT = "TransactionAbort"
 
 
 _RANDOM_CRON_FIELD = re.compile(r"(?<![A-Za-z])[RHrh](?![A-Za-z])")
@@ -124,18 +126,28 @@ class OffsetResetRateLimit(RateLimit):
     cooldown: Duration = Field("0s", description="Minimum time between the end of one reset and the next.")
 
 
+class TransactionAbortRateLimit(RateLimit):
+    """Rate limit of transaction aborts."""
+
+    max_actions: int = Field(10, ge=1, le=MAX_HISTORY, description="Transaction aborts allowed per `per`.")
+    per: PositiveDuration = Field("1h", description="The sliding period maxActions counts over.")
+    cooldown: Duration = Field("0s", description="Minimum time between the end of one abort and the next.")
+
+
 class RateLimits(SpecModel):
     """Rate limits and cooldowns per action type (counted from status.history)."""
 
     preferred_leader_election: ElectionRateLimit = section(ElectionRateLimit, "Preferred leader elections.")
     rolling_restart: RestartRateLimit = section(RestartRateLimit, "Rolling restarts.")
     offset_reset: OffsetResetRateLimit = section(OffsetResetRateLimit, "Offset resets.")
+    transaction_abort: TransactionAbortRateLimit = section(TransactionAbortRateLimit, "Transaction aborts.")
 
     def for_action(self, action: ActionType) -> RateLimit:
         return {
             ActionType.PREFERRED_LEADER_ELECTION: self.preferred_leader_election,
             ActionType.ROLLING_RESTART: self.rolling_restart,
             ActionType.OFFSET_RESET: self.offset_reset,
+            ActionType.TRANSACTION_ABORT: self.transaction_abort,
         }[action]
 
 
@@ -262,6 +274,26 @@ class OffsetResets(SpecModel):
         return value
 
 
+class TransactionAborts(SpecModel):
+    """Aborts of hanging transactions by request (`kafka-health abort-transaction`'s rule: only a
+    transaction no coordinator will end, its producer silent for longer than
+    diagnostics.checks.hangingTransactions.maxTransactionTimeoutMinutes)."""
+
+    require_maintenance_window: bool = Field(False, description="Abort only inside a maintenance window.")
+    requests: list[TransactionAbortRequest] | None = Field(
+        None,
+        max_length=MAX_REQUESTS,
+        description="Transaction abort requests by id.",
+        json_schema_extra=REQUEST_LIST,
+    )
+
+    @field_validator("requests")
+    @classmethod
+    def _ids(cls, value: list[TransactionAbortRequest] | None) -> list[TransactionAbortRequest] | None:
+        unique_ids(value or [])
+        return value
+
+
 class RemediationSpec(SpecModel):
     """What the operator may do about findings, and the guardrails around it."""
 
@@ -289,3 +321,6 @@ class RemediationSpec(SpecModel):
     )
     rolling_restart: RollingRestart = section(RollingRestart, "Rolling broker restarts by request.")
     offset_resets: OffsetResets = section(OffsetResets, "Consumer-group offset resets by request.")
+    transaction_aborts: TransactionAborts = section(
+        TransactionAborts, "Aborts of hanging transactions by request (only a hanging one is aborted)."
+    )

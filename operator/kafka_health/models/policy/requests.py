@@ -1,4 +1,4 @@
-"""One-shot requests by id (rolling restarts, offset resets): each runs once per id."""
+"""One-shot requests by id (rolling restarts, offset resets, transaction aborts): each runs once per id."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class RollingRestartRequest(SpecModel):
         return value
 
 
-def unique_ids(items: Iterable[RollingRestartRequest | OffsetResetRequest]) -> None:
+def unique_ids(items: Iterable[RollingRestartRequest | OffsetResetRequest | TransactionAbortRequest]) -> None:
     seen: set[str] = set()
     for index, item in enumerate(items):
         if item.id in seen:
@@ -180,3 +180,15 @@ class OffsetResetRequest(SpecModel):
     @property
     def strategy(self) -> str:
         return self.strategies()[0]
+
+
+class TransactionAbortRequest(SpecModel):
+    """Abort the transaction that starts at `startOffset` on one partition, once per id, only when
+    it is hanging (the `hanging_transaction` finding names all three)."""
+
+    id: RequestId = Field(description="Unique id of this request; the result is reported under it.")
+    topic: TopicName = Field(description="The partition's topic.")
+    partition: int = Field(ge=0, le=INT32_MAX, description="The partition.")
+    start_offset: int = Field(
+        ge=0, le=INT64_MAX, description="The transaction's first offset (the finding's start_offset)."
+    )

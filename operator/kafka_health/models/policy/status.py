@@ -133,7 +133,7 @@ class RemediationStep(StrEnum):
     Rolling restart, per broker: CheckingSafety → DeletingPod → WaitingPodReady →
     WaitingBrokerRegistered → WaitingUrpZero, then WaitingForSafety between brokers (the pause,
     the wait for the next broker to be safe) and Done after the last one. Preferred leader
-    election: Electing. Offset reset: ResettingOffsets."""
+    election: Electing. Offset reset: ResettingOffsets. Transaction abort: AbortingTransaction."""
 
     WAITING_FOR_SAFETY = "WaitingForSafety"
     """Rolling restart, between brokers: waiting for the next broker to be safe to restart (the pause
@@ -146,6 +146,7 @@ class RemediationStep(StrEnum):
     DONE = "Done"
     ELECTING = "Electing"
     RESETTING_OFFSETS = "ResettingOffsets"
+    ABORTING_TRANSACTION = "AbortingTransaction"
 
 
 _LEGACY_STEPS = {"WaitingSafe": RemediationStep.WAITING_FOR_SAFETY}
@@ -156,7 +157,9 @@ _LEGACY_POD_UID = re.compile(r"podUid=([0-9a-fA-F-]+)")
 class CurrentRemediation(StatusModel):
     """The action in flight; written after every step so a restarted operator resumes it."""
 
-    action: ActionType = Field(description="PreferredLeaderElection, RollingRestart or OffsetReset.")
+    action: ActionType = Field(
+        description="PreferredLeaderElection, RollingRestart, OffsetReset or TransactionAbort."
+    )
     id: str = Field(description="The request id (or the plan id for automatic actions).")
     plan_id: str = Field(description="The plan being carried out.")
     step: RemediationStep = Field(description="The executor's current step, e.g. WaitingPodReady.")
@@ -341,6 +344,18 @@ class OffsetResetResult(StatusModel):
     message: str | None = Field(None, description="Details.")
 
 
+class TransactionAbortResult(StatusModel):
+    """The outcome of one transaction abort request."""
+
+    id: str = Field(description="The request id.")
+    state: RequestState = Field(
+        description="Pending, Planned (dry run / awaiting approval), Running, Succeeded (aborted and gone "
+        "when the partition was read again) or Failed (not hanging, not found, or the abort did not take)."
+    )
+    finished_at: AwareDatetime | None = Field(None, description="When it was aborted or failed.")
+    message: str | None = Field(None, description="Details: the transaction, or why it was not aborted.")
+
+
 class WithheldAction(StatusModel):
     """An action the operator would take but did not, and why."""
 
@@ -393,6 +408,12 @@ class KafkaHealthPolicyStatus(StatusModel):
         None,
         max_length=MAX_REQUESTS,
         description="Plans and results of offset reset requests, by id.",
+        json_schema_extra=REQUEST_LIST,
+    )
+    transaction_aborts: list[TransactionAbortResult] | None = Field(
+        None,
+        max_length=MAX_REQUESTS,
+        description="Results of transaction abort requests, by id.",
         json_schema_extra=REQUEST_LIST,
     )
     withheld: list[WithheldAction] | None = Field(
