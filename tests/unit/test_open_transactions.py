@@ -20,9 +20,16 @@ from kafka.errors import TopicAuthorizationFailedError, TransactionalIdNotFoundE
 from kafka.structs import TopicPartition
 
 from kafka_health.collect import security_errors
+from kafka_health.collect.admin_api import describe_error
 from kafka_health.collect.transactions import read_open_transactions
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+
+
+def describe(exc: object) -> str:
+    return describe_error(exc, ["s3cret"])
+
+
 OLD = int((NOW - timedelta(minutes=30)).timestamp() * 1000)
 FRESH = int((NOW - timedelta(minutes=1)).timestamp() * 1000)
 
@@ -95,7 +102,7 @@ def test_only_old_open_transactions_are_candidates_and_the_coordinator_decides_h
         asked=[],
     )
     leaders = {("a", 0): 0, ("a", 1): 1, ("b", 0): 0}
-    out = read_open_transactions(kp, leaders, timedelta(minutes=15), NOW)
+    out = read_open_transactions(kp, leaders, timedelta(minutes=15), NOW, describe)
     assert out.errors == {}
     rows = {(t.topic, t.partition, t.producer_id): t for ts in out.values.values() for t in ts}
     assert set(rows) == {("a", 0, 10), ("b", 0, 13), ("b", 0, 14)}
@@ -114,7 +121,7 @@ def test_a_topic_the_principal_may_not_read_is_its_own_error_the_others_still_re
     kp = Kp(
         producers={a0: [producer(10, 5, OLD)]}, ids={}, described={}, unreadable=frozenset({"b"}), asked=[]
     )
-    out = read_open_transactions(kp, {("a", 0): 0, ("b", 0): 0}, timedelta(minutes=15), NOW)
+    out = read_open_transactions(kp, {("a", 0): 0, ("b", 0): 0}, timedelta(minutes=15), NOW, describe)
     assert set(out.errors) == {"b"} and "TopicAuthorizationFailedError" in out.errors["b"]
     assert [(t.topic, t.producer_id) for t in out.values["a"]] == [("a", 10)]
     assert "b" not in out.values
@@ -130,7 +137,7 @@ def test_an_id_its_coordinator_no_longer_knows_is_described_alone_and_left_out()
         described={"t-11": described(11, a1)},
         asked=[],
     )
-    out = read_open_transactions(kp, {("a", 0): 0, ("a", 1): 0}, timedelta(minutes=15), NOW)
+    out = read_open_transactions(kp, {("a", 0): 0, ("a", 1): 0}, timedelta(minutes=15), NOW, describe)
     rows = {t.producer_id: t for t in out.values["a"]}
     assert rows[10].transactional_id == "gone" and rows[10].coordinator_state is None
     assert not rows[10].coordinator_lists_partition
@@ -144,6 +151,6 @@ def test_an_id_its_coordinator_no_longer_knows_is_described_alone_and_left_out()
 
 def test_nothing_open_asks_no_coordinator() -> None:
     kp = Kp(producers={TopicPartition("a", 0): [producer(10, -1, OLD)]}, ids={}, described={}, asked=[])
-    out = read_open_transactions(kp, {("a", 0): 0}, timedelta(minutes=15), NOW)
+    out = read_open_transactions(kp, {("a", 0): 0}, timedelta(minutes=15), NOW, describe)
     assert out.values == {"a": []} and out.errors == {}
     assert [a[0] for a in kp.asked] == ["describe_producers"]

@@ -6,6 +6,7 @@ Each call is bounded by `KafkaPython.call`; what each returns is documented in `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from kafka_health.collect import kafka_python as kpy
@@ -32,6 +33,7 @@ class KafkaPythonCalls:
     _kp: KafkaPython
     timeouts: Timeouts
     _secrets: list[str]
+    reason: Callable[[object], str]  # AdminApi's: a secret-free description of a client error
 
     def _do_describe_cluster(self) -> list[BrokerRegistration]:
         budget = self.timeouts.metadata + self.timeouts.request
@@ -98,7 +100,7 @@ class KafkaPythonCalls:
         by_key = {(t, p): leader for t, p, leader in leaders}
         result: Partial[str, list[OpenTransaction]] = self._kp.call(
             "open_transactions",
-            lambda kp: read_open_transactions(kp, by_key, older_than, datetime.now(UTC)),
+            lambda kp: read_open_transactions(kp, by_key, older_than, datetime.now(UTC), self.reason),
             budget,
         )
         return result

@@ -24,7 +24,7 @@ TRANSACTIONAL_ID `*`, an open transaction of another id reads as hanging (docs/p
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,12 +35,20 @@ from kafka_health.models.snapshot import OpenTransaction
 BATCH = 500
 
 
+Describe = Callable[[BaseException], str]
+"""How a client error becomes a reason: the admin client's own, secret-free (`AdminApi.reason`)."""
+
+
 def read_open_transactions(
-    kp: Any, leaders: Mapping[TopicPartitionKey, int], older_than: timedelta, now: datetime
+    kp: Any,
+    leaders: Mapping[TopicPartitionKey, int],
+    older_than: timedelta,
+    now: datetime,
+    describe: Describe,
 ) -> Partial[str, list[OpenTransaction]]:
     """Per topic, its open transactions older than `older_than` at `now` (see the module
-    docstring), or why its partitions' producers could not be read."""
-    producers = _candidates(kp, leaders, older_than, now)
+    docstring), or why its partitions' producers could not be read (`describe`d)."""
+    producers = _candidates(kp, leaders, older_than, now, describe)
     out: Partial[str, list[OpenTransaction]] = Partial(errors=producers.errors)
     found = [row for rows in producers.values.values() for row in rows]
     ids = _transactional_ids(kp, {row["producer_id"] for row in found})
@@ -74,7 +82,11 @@ def open_transaction(
 
 
 def _candidates(
-    kp: Any, leaders: Mapping[TopicPartitionKey, int], older_than: timedelta, now: datetime
+    kp: Any,
+    leaders: Mapping[TopicPartitionKey, int],
+    older_than: timedelta,
+    now: datetime,
+    describe: Describe,
 ) -> Partial[str, list[dict[str, Any]]]:
     """Step 1: per topic, the producers whose open transaction the leader last heard of before
     `now - older_than`. A batch refused as a whole is asked again topic by topic, so one topic
@@ -87,7 +99,7 @@ def _candidates(
     for leader, keys in sorted(by_leader.items()):
         for start in range(0, len(keys), BATCH):
             batch = keys[start : start + BATCH]
-            for topic, rows in _describe_producers(kp, leader, batch, out.errors).items():
+            for topic, rows in _describe_producers(kp, leader, batch, out.errors, describe).items():
                 out.values.setdefault(topic, []).extend(r for r in rows if r["last_timestamp"] < cutoff_ms)
     for topic in out.errors:
         out.values.pop(topic, None)
@@ -95,7 +107,7 @@ def _candidates(
 
 
 def _describe_producers(
-    kp: Any, leader: int, batch: list[TopicPartitionKey], errors: dict[str, str]
+    kp: Any, leader: int, batch: list[TopicPartitionKey], errors: dict[str, str], describe: Describe
 ) -> dict[str, list[dict[str, Any]]]:
     """The open transactions of `batch` on `leader`, per topic (each topic present); a topic
     whose read failed goes to `errors` instead."""
@@ -103,11 +115,11 @@ def _describe_producers(
         return _rows(kp.describe_producers([_tp(k) for k in batch], broker_id=leader), batch)
     except Exception as exc:
         if len({t for t, _ in batch}) == 1:
-            errors[batch[0][0]] = _reason(exc)
+            errors[batch[0][0]] = describe(exc)
             return {}
     out: dict[str, list[dict[str, Any]]] = {}
     for topic in sorted({t for t, _ in batch}):
-        out.update(_describe_producers(kp, leader, [k for k in batch if k[0] == topic], errors))
+        out.update(_describe_producers(kp, leader, [k for k in batch if k[0] == topic], errors, describe))
     return out
 
 
@@ -167,7 +179,3 @@ def _tp(key: TopicPartitionKey) -> Any:
     from kafka.structs import TopicPartition
 
     return TopicPartition(key[0], key[1])
-
-
-def _reason(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"

@@ -4,6 +4,7 @@ an offset reset, a transaction abort, and the record of one interrupted by an op
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from kafka_health.controller.act_context import ActContext, guarded_persist, record, step_guard, with_result
@@ -32,6 +33,31 @@ from kafka_health.remediate.transaction_abort import AbortState, abort_transacti
 from kafka_health.report import metrics
 
 
+def _begin(
+    action: PlannedElection | PlannedOffsetReset | PlannedTransactionAbort,
+    step: RemediationStep,
+    status: KafkaHealthPolicyStatus,
+    ctx: ActContext,
+    lease: ClusterLease,
+    *,
+    message: str | None = None,
+) -> tuple[KafkaHealthPolicyStatus, datetime]:
+    """The status with `action` in flight at `step`, persisted under the Lease before it acts (a
+    restarted operator then finds it: `record_interrupted`), and when it started."""
+    out = status.model_copy(deep=True)
+    started = ctx.clock()
+    out.current_remediation = CurrentRemediation(
+        action=action.action,
+        id=action.id or action.plan_id,
+        plan_id=action.plan_id,
+        step=step,
+        started_at=started,
+        message=message[:1000] if message is not None else None,
+    )
+    guarded_persist(ctx, lease)(out)
+    return out, started
+
+
 def elect(
     action: PlannedElection,
     status: KafkaHealthPolicyStatus,
@@ -39,17 +65,7 @@ def elect(
     policy: PolicyRef,
     lease: ClusterLease,
 ) -> KafkaHealthPolicyStatus:
-    out = status.model_copy(deep=True)
-    started = ctx.clock()
-    out.current_remediation = CurrentRemediation(
-        action=action.action,
-        id=action.id or action.plan_id,
-        plan_id=action.plan_id,
-        step=RemediationStep.ELECTING,
-        started_at=started,
-        message=action.summary[:1000],
-    )
-    guarded_persist(ctx, lease)(out)
+    out, started = _begin(action, RemediationStep.ELECTING, status, ctx, lease, message=action.summary)
     ctx.on_event("Normal", EventReason.ELECTION_STARTED, action.summary)
     outcome = execute_visible_election(ctx.admin, action.election, guard=step_guard(ctx, lease))
     record(
@@ -90,16 +106,7 @@ def reset_offsets(
     lease: ClusterLease,
 ) -> KafkaHealthPolicyStatus:
     assert action.id is not None  # a reset is always a request
-    out = status.model_copy(deep=True)
-    started = ctx.clock()
-    out.current_remediation = CurrentRemediation(
-        action=action.action,
-        id=action.id,
-        plan_id=action.plan_id,
-        step=RemediationStep.RESETTING_OFFSETS,
-        started_at=started,
-    )
-    guarded_persist(ctx, lease)(out)
+    out, started = _begin(action, RemediationStep.RESETTING_OFFSETS, status, ctx, lease)
     outcome = execute_offset_reset(
         ctx.admin,
         ctx.k8s,
@@ -151,17 +158,9 @@ def abort_transaction(
     """`kafka-health abort-transaction --execute` for one request: read live, aborted only when
     hanging, read again; anything else (not hanging, not found, not taken) is Failed, with why."""
     assert action.id is not None  # an abort is always a request
-    out = status.model_copy(deep=True)
-    started = ctx.clock()
-    out.current_remediation = CurrentRemediation(
-        action=action.action,
-        id=action.id,
-        plan_id=action.plan_id,
-        step=RemediationStep.ABORTING_TRANSACTION,
-        started_at=started,
-        message=action.summary[:1000],
+    out, started = _begin(
+        action, RemediationStep.ABORTING_TRANSACTION, status, ctx, lease, message=action.summary
     )
-    guarded_persist(ctx, lease)(out)
     outcome = abort_transaction_request(ctx.admin, action.abort, action.timeout_minutes, ctx.clock)
     ok = outcome.state is AbortState.ABORTED
     message = f"{action.id}: {outcome.message}"

@@ -51,37 +51,24 @@ _UNKNOWN_HOLDS = frozenset(SNAPSHOT_HOLDS)
 def _queued_behind(ctx: PlanContext, current: CurrentRemediation) -> list[WithheldAction]:
     """Every other pending request (and a due election) waits for the action in flight."""
     message = f"waits for {current.action} {current.id} in flight: one action at a time"
+    remediation = ctx.spec.remediation
+    kinds = (
+        (ActionType.ROLLING_RESTART, restart_requests(ctx), ctx.status.rolling_restarts),
+        (ActionType.OFFSET_RESET, remediation.offset_resets.requests, ctx.status.offset_resets),
+        (
+            ActionType.TRANSACTION_ABORT,
+            remediation.transaction_aborts.requests,
+            ctx.status.transaction_aborts,
+        ),
+    )
     out = []
-    restarts = {r.id: r for r in ctx.status.rolling_restarts or []}
-    for r in restart_requests(ctx):
-        result = restarts.get(r.id)
-        if r.id != current.id and not (result is not None and result.state.terminal):
-            out.append(
-                WithheldAction(
-                    action=ActionType.ROLLING_RESTART, id=r.id, reason=WithheldReason.QUEUED, message=message
-                )
-            )
-    resets = {r.id: r for r in ctx.status.offset_resets or []}
-    for o in ctx.spec.remediation.offset_resets.requests or []:
-        reset_result = resets.get(o.id)
-        if o.id != current.id and not (reset_result is not None and reset_result.state.terminal):
-            out.append(
-                WithheldAction(
-                    action=ActionType.OFFSET_RESET, id=o.id, reason=WithheldReason.QUEUED, message=message
-                )
-            )
-    aborts = {r.id: r for r in ctx.status.transaction_aborts or []}
-    for a in ctx.spec.remediation.transaction_aborts.requests or []:
-        abort_result = aborts.get(a.id)
-        if a.id != current.id and not (abort_result is not None and abort_result.state.terminal):
-            out.append(
-                WithheldAction(
-                    action=ActionType.TRANSACTION_ABORT,
-                    id=a.id,
-                    reason=WithheldReason.QUEUED,
-                    message=message,
-                )
-            )
+    for action, requests, results in kinds:
+        finished = {r.id for r in results or [] if r.state.terminal}
+        out += [
+            WithheldAction(action=action, id=r.id, reason=WithheldReason.QUEUED, message=message)
+            for r in requests or []
+            if r.id != current.id and r.id not in finished
+        ]
     election = _election_behind(ctx, current, message)
     return out + ([election] if election is not None else [])
 

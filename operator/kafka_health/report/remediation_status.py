@@ -8,6 +8,7 @@ their own step records on top (currentRemediation, history).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TypeVar
 
 from kafka_health.models.policy import (
     MAX_REQUESTS,
@@ -24,31 +25,20 @@ from kafka_health.models.reasons import StateReason, WithheldReason
 from kafka_health.plan.decision import Decision, RequestUpdate, Verdict, merge_withheld
 from kafka_health.report.status import set_condition
 
+_Plain = TypeVar("_Plain", RollingRestartResult, TransactionAbortResult)
 
-def _upsert_restart(
-    results: list[RollingRestartResult], u: RequestUpdate, now: datetime
-) -> list[RollingRestartResult]:
-    out = [r for r in results if r.id != u.id]
+
+def _upsert(results: list[_Plain], u: RequestUpdate, now: datetime, model: type[_Plain]) -> list[_Plain]:
+    """A roll's or an abort's result by id after `u`: its state and message, ended now if terminal."""
+    others: list[_Plain] = [r for r in results if r.id != u.id]
     previous = next((r for r in results if r.id == u.id), None)
-    updated = (previous or RollingRestartResult(id=u.id, state=u.state)).model_copy(
+    updated: _Plain = (previous or model(id=u.id, state=u.state)).model_copy(
         update={"state": u.state, "message": u.message}
     )
     if u.state.terminal and updated.finished_at is None:
         updated.finished_at = now
-    return [*out, updated][-MAX_REQUESTS:]
-
-
-def _upsert_abort(
-    results: list[TransactionAbortResult], u: RequestUpdate, now: datetime
-) -> list[TransactionAbortResult]:
-    out = [r for r in results if r.id != u.id]
-    previous = next((r for r in results if r.id == u.id), None)
-    updated = (previous or TransactionAbortResult(id=u.id, state=u.state)).model_copy(
-        update={"state": u.state, "message": u.message}
-    )
-    if u.state.terminal and updated.finished_at is None:
-        updated.finished_at = now
-    return [*out, updated][-MAX_REQUESTS:]
+    others.append(updated)
+    return others[-MAX_REQUESTS:]
 
 
 def _upsert_reset(
@@ -129,11 +119,11 @@ def _apply_request_updates(
     aborts = list(status.transaction_aborts or [])
     for u in decision.request_updates:
         if u.action is ActionType.ROLLING_RESTART:
-            restarts = _upsert_restart(restarts, u, now)
+            restarts = _upsert(restarts, u, now, RollingRestartResult)
         elif u.action is ActionType.OFFSET_RESET:
             resets = _upsert_reset(resets, u, groups.get(u.id, ""), now)
         elif u.action is ActionType.TRANSACTION_ABORT:
-            aborts = _upsert_abort(aborts, u, now)
+            aborts = _upsert(aborts, u, now, TransactionAbortResult)
     out.rolling_restarts = restarts or None
     out.offset_resets = resets or None
     out.transaction_aborts = aborts or None

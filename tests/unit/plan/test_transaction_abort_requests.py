@@ -53,7 +53,7 @@ def test_enforce_acts_with_the_request_and_the_check_s_timeout() -> None:
 def test_dry_run_and_observe_act_on_nothing() -> None:
     dry = plan(context(spec(mode="DryRun", **aborts()), snapshot(balanced())))
     assert dry.verdict is Verdict.DRY_RUN and dry.request_updates[0].state is RequestState.PLANNED
-    assert "last collect: not seen" in dry.action.details[1] if dry.action else False
+    assert dry.action is not None and "last collect: not seen" in dry.action.details[1]
     observe = plan(context(spec(**aborts()), snapshot(balanced())))
     assert observe.verdict is Verdict.NONE and observe.request_updates[0].state is RequestState.PENDING
 
