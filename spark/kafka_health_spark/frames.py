@@ -191,6 +191,8 @@ class Frames:
     reassignments: DataFrame  # partition reassignments in flight (adding / removing replicas)
     listener_certificates: DataFrame  # the chain each broker serves on a TLS listener
     open_transactions: DataFrame  # transactions open longer than the timeout (when read)
+    replica_lags: DataFrame  # each replica behind its leader, and by how many bytes
+    broker_throttles: DataFrame  # the brokers with a replication throttle rate set
     # History windows, each ending with the current snapshot as its newest sample.
     # partition_transitions: each partition_state record of the window beside the record before
     # it (see `transitions_of`); a partition's first record, with nothing before it, is left out.
@@ -198,6 +200,7 @@ class Frames:
     broker_samples: DataFrame
     group_samples: DataFrame
     group_offset_samples: DataFrame
+    replica_lag_samples: DataFrame  # the replicas' lag over twice `replica_stuck_minutes`
     group_activity: DataFrame  # group_samples over the offsets-retention lookback
     # The snapshot's sizes, counted from its Arrow tables (no Spark job for the summary's totals).
     topic_count: int
@@ -318,6 +321,7 @@ def current_samples(
         ).select(
             ts, "group_id", "topic", "partition", "committed_offset", "log_start_offset", "log_end_offset"
         ),
+        "replica_lag_samples": frames["replica_lags"].select(ts, "topic", "partition", "broker", "lag_bytes"),
     }
 
 
@@ -384,12 +388,19 @@ def spans(thresholds: Thresholds) -> dict[str, timedelta]:
         "broker_samples": timedelta(hours=thresholds.disk_growth_window_hours),
         "group_samples": max(recent, timedelta(hours=thresholds.offsets_retention_hours)),
         "group_offset_samples": recent,
+        "replica_lag_samples": timedelta(minutes=2 * thresholds.replica_stuck_minutes),
     }
 
 
 # The history windows of a diagnosis, each a frame of `Frames` that ends with the snapshot's own
 # sample (`current_samples`): the history table it reads, and how far back (`window_bounds`).
-SAMPLE_WINDOWS = ("broker_samples", "group_samples", "group_offset_samples", "group_activity")
+SAMPLE_WINDOWS = (
+    "broker_samples",
+    "group_samples",
+    "group_offset_samples",
+    "replica_lag_samples",
+    "group_activity",
+)
 
 
 def window_bounds(thresholds: Thresholds, now: datetime) -> dict[str, tuple[str, datetime, datetime]]:
@@ -400,6 +411,11 @@ def window_bounds(thresholds: Thresholds, now: datetime) -> dict[str, tuple[str,
         "broker_samples": ("broker_samples", now - timedelta(hours=thresholds.disk_growth_window_hours), now),
         "group_samples": ("group_samples", now - recent, now),
         "group_offset_samples": ("group_offset_samples", now - recent, now),
+        "replica_lag_samples": (
+            "replica_lag_samples",
+            now - timedelta(minutes=2 * thresholds.replica_stuck_minutes),
+            now,
+        ),
         "group_activity": ("group_samples", now - timedelta(hours=thresholds.offsets_retention_hours), now),
     }
 
@@ -462,10 +478,13 @@ def build_frames(
         reassignments=snap["reassignments"],
         listener_certificates=snap["listener_certificates"],
         open_transactions=snap["open_transactions"],
+        replica_lags=snap["replica_lags"],
+        broker_throttles=snap["broker_throttles"],
         partition_transitions=partition_transitions,
         broker_samples=window("broker_samples"),
         group_samples=window("group_samples"),
         group_offset_samples=window("group_offset_samples"),
+        replica_lag_samples=window("replica_lag_samples"),
         group_activity=window("group_activity"),
         topic_count=totals.topic_count,
         partition_count=totals.partition_count,

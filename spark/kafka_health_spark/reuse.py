@@ -106,6 +106,8 @@ SNAPSHOT_INPUTS = (
     "reassignments",
     "listener_certificates",
     "open_transactions",
+    "replica_lags",
+    "broker_throttles",
 )
 INPUTS = (*SNAPSHOT_INPUTS, "partition_transitions", *SAMPLE_WINDOWS)
 INPUT_SCHEMAS: dict[str, T.StructType] = {
@@ -114,7 +116,7 @@ INPUT_SCHEMAS: dict[str, T.StructType] = {
     **{name: HISTORY_SCHEMAS[table] for name, (table, _, _) in window_bounds(Thresholds(), EPOCH).items()},
 }
 # The history tables whose window ends with the snapshot's own sample (`frames.current_samples`).
-SAMPLED = ("broker_samples", "group_samples", "group_offset_samples")
+SAMPLED = ("broker_samples", "group_samples", "group_offset_samples", "replica_lag_samples")
 
 
 def _to_jvm(spark: SparkSession, rows: pa.Table, schema: T.StructType) -> tuple[JavaObject, str]:
@@ -351,10 +353,13 @@ class ReusedPlans:
             reassignments=slot["reassignments"],
             listener_certificates=slot["listener_certificates"],
             open_transactions=slot["open_transactions"],
+            replica_lags=slot["replica_lags"],
+            broker_throttles=slot["broker_throttles"],
             partition_transitions=slot["partition_transitions"],
             broker_samples=slot["broker_samples"],
             group_samples=slot["group_samples"],
             group_offset_samples=slot["group_offset_samples"],
+            replica_lag_samples=slot["replica_lag_samples"],
             group_activity=slot["group_activity"],
             topic_count=totals.topic_count,
             partition_count=totals.partition_count,

@@ -18,7 +18,9 @@ from kafka_health.models.snapshot import ClusterSnapshot
 I32, I64, STR, BOOL = pa.int32(), pa.int64(), pa.string(), pa.bool_()
 TS = pa.timestamp("us", tz="UTC")
 
-BROKERS = pa.schema([("broker", I32), ("host", STR), ("port", I32), ("rack", STR), ("alive", BOOL)])
+BROKERS = pa.schema(
+    [("broker", I32), ("host", STR), ("port", I32), ("rack", STR), ("alive", BOOL), ("fenced", BOOL)]
+)
 PARTITIONS = pa.schema(
     [
         ("topic", STR),
@@ -104,6 +106,20 @@ OPEN_TRANSACTIONS = pa.schema(
         ("coordinator_lists_partition", BOOL),
     ]
 )
+# Each replica out of sync (or being added) and how far it trails its leader, in bytes (a few
+# rows: only the replicas behind).
+REPLICA_LAGS = pa.schema(
+    [
+        ("topic", STR),
+        ("partition", I32),
+        ("broker", I32),
+        ("size_bytes", I64),
+        ("leader_size_bytes", I64),
+        ("lag_bytes", I64),
+    ]
+)
+# The brokers with a replication throttle rate set (bytes/s; null: not set).
+BROKER_THROTTLES = pa.schema([("broker", I32), ("leader_rate", I64), ("follower_rate", I64)])
 
 SCHEMAS: dict[str, pa.Schema] = {
     "brokers": BROKERS,
@@ -119,6 +135,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     "reassignments": REASSIGNMENTS,
     "listener_certificates": LISTENER_CERTIFICATES,
     "open_transactions": OPEN_TRANSACTIONS,
+    "replica_lags": REPLICA_LAGS,
+    "broker_throttles": BROKER_THROTTLES,
 }
 
 
@@ -150,6 +168,7 @@ def _brokers(s: ClusterSnapshot) -> pa.Table:
             "port": [b.port for b in s.brokers],
             "rack": [b.rack for b in s.brokers],
             "alive": [b.alive for b in s.brokers],
+            "fenced": [b.fenced for b in s.brokers],
         },
     )
 
@@ -282,4 +301,6 @@ _BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
     "reassignments": _reassignments,
     "listener_certificates": _listener_certificates,
     "open_transactions": _open_transactions,
+    "replica_lags": lambda s: _fields(REPLICA_LAGS, s.replica_lags),
+    "broker_throttles": lambda s: _fields(BROKER_THROTTLES, s.broker_throttles),
 }

@@ -52,6 +52,14 @@ class Thresholds(BaseModel):
         description="Separate samples in the window at which a broker dropped out of ISRs: a flapping broker.",
     )
 
+    # -- replicas out of sync
+    replica_stuck_minutes: float = Field(
+        10,
+        gt=0,
+        description="A replica out of sync whose lag (bytes behind its leader) has not shrunk over this "
+        "many minutes is stuck; one whose lag shrank is catching up.",
+    )
+
     # -- consumer lag (Burrow-style)
     lag_window_samples: int = Field(
         10, ge=2, description="Newest snapshots (samples) of the window a lag status uses."

@@ -57,7 +57,7 @@ def _parallelism(spark: SparkSession) -> int:
 
 
 # The sample tables the checks read, kept as rows of their span.
-WINDOW_TABLES = ("broker_samples", "group_samples", "group_offset_samples")
+WINDOW_TABLES = ("broker_samples", "group_samples", "group_offset_samples", "replica_lag_samples")
 # partition_state is kept as what the checks derive from it, each cycle's records folded in:
 # the transitions of the window (a record beside the record before it), and the newest record
 # of each partition, which the next cycle's records are paired with.

@@ -37,6 +37,7 @@ from kafka_health.collect.results import (
     TopicPartitionKey,
 )
 from kafka_health.models.snapshot import (
+    BrokerThrottle,
     EligibleLeaders,
     GroupOffset,
     ListenerCertificate,
@@ -125,6 +126,12 @@ class AdminApi(ABC):
     def topic_configs(self, topics: Iterable[str]) -> Partial[str, dict[str, str | None]]:
         """Effective values of `parse.TOPIC_CONFIG_KEYS` per topic (broker defaults included)."""
         return self._read_each("topic_configs", sorted(set(topics)))
+
+    def broker_throttles(self, broker_ids: Iterable[int]) -> Partial[int, BrokerThrottle]:
+        """Each broker's replication throttle rates (DescribeConfigs BROKER, answered by that
+        broker; needs DESCRIBE_CONFIGS on CLUSTER)."""
+        result: Partial[int, BrokerThrottle] = self._read_each("broker_throttles", sorted(set(broker_ids)))
+        return result
 
     def describe_topics(self, topics: Iterable[str]) -> Partial[str, int]:
         """Named topics as Kafka describes them (DescribeTopics; a Metadata request for these names

@@ -62,6 +62,7 @@ from kafka_health.collect.results import (
 from kafka_health.collect.tls_probe import checker, served_certificates
 from kafka_health.models.snapshot import (
     Broker,
+    BrokerThrottle,
     GroupOffset,
     ListenerCertificate,
     LogDir,
@@ -262,6 +263,20 @@ class AdminCalls(KafkaPythonCalls, AdminApi):
                 k: entries[k].value if k in entries else None for k in parse.TOPIC_CONFIG_KEYS
             }
         return out
+
+    def _do_broker_throttles(self, brokers: list[int]) -> Partial[int, BrokerThrottle]:
+        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in brokers]
+        futures = {
+            int(res.name): fut
+            for res, fut in self.client.describe_configs(
+                resources, request_timeout=self.timeouts.request
+            ).items()
+        }
+        raw = self._gather(futures, self.timeouts.request)
+        return Partial(
+            values={b: parse.broker_throttle(b, entries) for b, entries in raw.values.items()},
+            errors=raw.errors,
+        )
 
     def _do_describe_topics(self, names: list[str]) -> Partial[str, int]:
         futures = self.client.describe_topics(TopicCollection(names), request_timeout=self.timeouts.request)

@@ -8,6 +8,7 @@ from typing import Any
 import kafka.errors as kafka_errors
 
 from kafka_health.models.snapshot import (
+    BrokerThrottle,
     EligibleLeaders,
     LogDir,
     Quorum,
@@ -71,6 +72,28 @@ def topic_config(topic: str, values: Mapping[str, str | None]) -> TopicConfig:
     )
 
 
+THROTTLE_RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+UNTHROTTLED = 2**63 - 1  # Kafka's default rate (Long.MAX_VALUE): no throttle
+
+
+def broker_throttle(broker: int, entries: Mapping[str, Any]) -> BrokerThrottle:
+    """A broker's DescribeConfigs entries → its throttle rates; a rate not set (absent, empty,
+    or Kafka's default Long.MAX_VALUE) is None."""
+
+    def rate(key: str) -> int | None:
+        entry = entries.get(key)
+        value = getattr(entry, "value", entry)
+        try:
+            n = int(value) if value not in (None, "") else None
+        except (TypeError, ValueError):
+            return None
+        return None if n is None or n >= UNTHROTTLED else n
+
+    return BrokerThrottle(
+        broker=broker, leader_rate=rate(THROTTLE_RATE_KEYS[0]), follower_rate=rate(THROTTLE_RATE_KEYS[1])
+    )
+
+
 def error_name(code: int) -> str | None:
     """None for NoError, else Kafka's error class name (e.g. KafkaStorageError)."""
     if code == 0:
@@ -83,7 +106,8 @@ def log_dirs(broker_id: int, results: Sequence[Mapping[str, Any]]) -> list[LogDi
 
     `used_bytes` sums the partition sizes in the directory (future replicas included: they
     occupy the disk too); total/usable come from KIP-827 and are None when not reported;
-    `replicas` lists the current replicas (for the visibility check, `collect.visibility`).
+    `replicas` lists the current replicas (for the visibility check, `collect.visibility`), `sizes`
+    their sizes (for `collect.replica_lag`).
     """
     dirs = []
     for result in results:
@@ -104,6 +128,7 @@ def log_dirs(broker_id: int, results: Sequence[Mapping[str, Any]]) -> list[LogDi
                 usable_bytes=known(result.get("usable_bytes")),
                 error=error,
                 replicas=_current_replicas(result) if error is None else {},
+                sizes=_current_sizes(result) if error is None else {},
             )
         )
     return dirs
@@ -120,6 +145,21 @@ def _current_replicas(result: Mapping[str, Any]) -> dict[str, list[int]]:
         )
         if ids:
             out[str(t.get("name", ""))] = ids
+    return out
+
+
+def _current_sizes(result: Mapping[str, Any]) -> dict[str, dict[int, int]]:
+    """Topic -> partition -> size of one log directory's current replicas (future ones left
+    out, as in `_current_replicas`)."""
+    out: dict[str, dict[int, int]] = {}
+    for t in result.get("topics") or []:
+        sizes = {
+            int(p["partition_index"]): max(0, int(p.get("partition_size", 0)))
+            for p in t.get("partitions") or []
+            if not p.get("is_future_key", False)
+        }
+        if sizes:
+            out[str(t.get("name", ""))] = sizes
     return out
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from kafka_health.collect import parse, security_errors, visibility
+from kafka_health.collect import parse, replica_lag, security_errors, visibility
 from kafka_health.collect.kafka_admin import (
     AdminCallError,
     BrokerRegistration,
@@ -33,6 +33,7 @@ from kafka_health.collect.kafka_admin import (
 from kafka_health.collect.results import ZOOKEEPER_MODE, ClusterMetadata, Partial
 from kafka_health.models.snapshot import (
     Broker,
+    BrokerThrottle,
     ClusterSnapshot,
     ConsumerGroup,
     EligibleLeaders,
@@ -92,8 +93,9 @@ def collect_snapshot(
     snap.eligible_leaders, snap.reassignments = parts.elr[0], parts.reassignments[0]
     snap.listener_certificates = parts.certificates[0]
     snap.open_transactions = parts.transactions[0]
+    snap.broker_throttles = parts.throttles[0]
     for part in (getattr(parts, f.name) for f in fields(parts)):
-        snap.missing.extend(part[1])
+        snap.missing.extend(m for m in part[1] if part is not parts.throttles or throttle_in_play(snap))
     if not safety_only:
         raw_dirs = dirs[0]
         if raw_dirs is not None:
@@ -110,8 +112,9 @@ def collect_snapshot(
         raw_dirs.errors = {**down, **raw_dirs.errors}
         seen = set(topics) | set(md.topic_errors)
         _hidden(snap, visibility.recheck(visibility.from_log_dirs(raw_dirs, seen), admin))
+        snap.replica_lags = replica_lag.replica_lags(snap.partitions, snap.reassignments, snap.log_dirs)
         for d in snap.log_dirs:  # compared: not kept (3 ints a partition at RF 3, in every snapshot held)
-            d.replicas = {}
+            d.replicas, d.sizes = {}, {}
     # A refused ACL says which operation on which resource (and the grant), not just the code.
     for m in snap.missing:
         denied = security_errors.authorization_denied(m.part, m.reason)
@@ -134,6 +137,7 @@ class _Parts:
     reassignments: Part[list[Reassignment]]
     certificates: Part[list[ListenerCertificate]]
     transactions: Part[list[OpenTransaction]]
+    throttles: Part[list[BrokerThrottle]]
 
 
 def _read_parts(
@@ -163,6 +167,7 @@ def _read_parts(
             [],
             (lambda: _transactions(admin, md, transactions)) if transactions is not None else _nothing,
         )
+        f_throttles = pool.submit(_guard, "broker_throttles", [], lambda: _throttles(admin, alive))
         return _Parts(
             f_regs.result(),
             f_quorum.result(),
@@ -174,6 +179,7 @@ def _read_parts(
             f_moves.result(),
             f_certs.result(),
             f_txns.result(),
+            f_throttles.result(),
         )
 
 
@@ -247,6 +253,25 @@ def _eligible(admin: KafkaAdmin, partitions: list[Partition]) -> Part[list[Eligi
     raw = admin.eligible_leaders(topics)
     found = [e for t in sorted(raw.values) for e in raw.values[t] if e.elr or e.last_known_elr]
     return found, [Missing(part=f"eligible_leaders:{t}", reason=r) for t, r in sorted(raw.errors.items())]
+
+
+def _throttles(admin: KafkaAdmin, brokers: list[int]) -> Part[list[BrokerThrottle]]:
+    """The alive brokers' replication throttle rates (those with one set)."""
+    raw = admin.broker_throttles(brokers) if brokers else Partial[int, BrokerThrottle]()
+    found = [
+        t for b, t in sorted(raw.values.items()) if t.leader_rate is not None or t.follower_rate is not None
+    ]
+    return found, [Missing(part=f"broker_throttles:{b}", reason=r) for b, r in sorted(raw.errors.items())]
+
+
+def throttle_in_play(snap: ClusterSnapshot) -> bool:
+    """A reassignment is in flight or a topic names throttled replicas: the brokers' rates then
+    decide how fast replicas copy, so not reading them is a gap. Otherwise a rate throttles
+    nothing, and a principal without DESCRIBE_CONFIGS on CLUSTER is not told of every cycle."""
+    return bool(snap.reassignments) or any(
+        c.leader_replication_throttled_replicas or c.follower_replication_throttled_replicas
+        for c in snap.topic_configs
+    )
 
 
 def _certificates(admin: KafkaAdmin, md: ClusterMetadata) -> Part[list[ListenerCertificate]]:

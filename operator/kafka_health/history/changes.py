@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from kafka_health.history.schema import (
     BROKER_SAMPLES,
     GROUP_OFFSET_SAMPLES,
+    REPLICA_LAG_SAMPLES,
     GROUP_SAMPLES,
     PARTITION_REMOVED,
     PARTITION_STATE,
@@ -220,5 +221,20 @@ def group_offset_samples(snapshot: ClusterSnapshot) -> pa.Table:
             "committed_offset": [r[3] for r in rows],
             "log_start_offset": [r[4].log_start_offset if r[4] else None for r in rows],
             "log_end_offset": [r[4].log_end_offset if r[4] else None for r in rows],
+        },
+    )
+
+
+def replica_lag_samples(snapshot: ClusterSnapshot) -> pa.Table:
+    """Per replica behind its leader: its lag in bytes."""
+    lags = sorted(snapshot.replica_lags, key=lambda r: (r.topic, r.partition, r.broker))
+    return _table(
+        REPLICA_LAG_SAMPLES,
+        snapshot.taken_at,
+        {
+            "topic": [r.topic for r in lags],
+            "partition": [r.partition for r in lags],
+            "broker": [r.broker for r in lags],
+            "lag_bytes": [r.lag_bytes for r in lags],
         },
     )

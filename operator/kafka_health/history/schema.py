@@ -89,6 +89,19 @@ GROUP_OFFSET_SAMPLES = pa.schema(
     ]
 )
 
+# Per replica out of sync (or being added by a reassignment) per snapshot: how far it trails its
+# leader in bytes (`ClusterSnapshot.replica_lags`). Its trend tells catching up from stuck, and
+# gives a reassignment its rate and ETA. Only the replicas behind: none on a healthy cluster.
+REPLICA_LAG_SAMPLES = pa.schema(
+    [
+        ("ts", TS),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("broker", pa.int32()),
+        ("lag_bytes", pa.int64()),
+    ]
+)
+
 # Added by the history writer: a partition that was in the previous snapshot's metadata and is
 # no longer (its topic was deleted). Without it, "the state at time t" would keep showing the
 # partition until the next day's full state.
@@ -105,5 +118,6 @@ TABLES: dict[str, pa.Schema] = {
     "broker_samples": BROKER_SAMPLES,
     "group_samples": GROUP_SAMPLES,
     "group_offset_samples": GROUP_OFFSET_SAMPLES,
+    "replica_lag_samples": REPLICA_LAG_SAMPLES,
     "partition_removed": PARTITION_REMOVED,
 }

@@ -63,6 +63,7 @@ class HistoryStore:
                 "broker_samples": changes.broker_samples(snapshot),
                 "group_samples": changes.group_samples(snapshot),
                 "group_offset_samples": changes.group_offset_samples(snapshot),
+                "replica_lag_samples": changes.replica_lag_samples(snapshot),
             }
             diff = changes.diff_partitions(previous, snapshot)
             if diff is not None:

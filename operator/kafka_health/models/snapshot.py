@@ -91,6 +91,36 @@ class Reassignment(_Model):
     removing: list[int] = Field(default_factory=list)
 
 
+class ReplicaLag(_Model):
+    """How far one replica that is out of its partition's ISR, or being added by a reassignment,
+    trails the partition's leader: the leader's log size minus this replica's, both from the
+    brokers' DescribeLogDirs answers (Kafka reports no follower offsets to clients). Bytes, not
+    records: retention deletes whole segments on each replica at its own pace, so a replica in
+    sync can differ by a segment; for one that is catching up the gap is what is left to copy.
+    The history keeps it every cycle, which is how a replica is told catching up from stuck."""
+
+    topic: str
+    partition: int
+    broker: int
+    size_bytes: int = Field(description="This replica's log size on its broker.")
+    leader_size_bytes: int = Field(description="The leader's log size of the partition.")
+
+    @property
+    def lag_bytes(self) -> int:
+        return max(0, self.leader_size_bytes - self.size_bytes)
+
+
+class BrokerThrottle(_Model):
+    """A broker's replication throttle rates (`leader.replication.throttled.rate`,
+    `follower.replication.throttled.rate`, bytes/s; None: not set). They throttle only the
+    replicas the topics' `*.replication.throttled.replicas` name; `kafka-reassign-partitions
+    --throttle` sets both, and `--verify` removes them once the reassignment completes."""
+
+    broker: int
+    leader_rate: int | None = None
+    follower_rate: int | None = None
+
+
 class ListenerCertificate(_Model):
     """The certificate chain one broker serves on the listener the client reaches it through,
     read by a TLS handshake of our own (`collect/tls_probe.py`). `not_after` is the earliest end
@@ -183,6 +213,16 @@ class LogDir(_Model):
     )
     usable_bytes: int | None = None
     error: str | None = None
+    sizes: dict[str, dict[int, int]] = Field(
+        default_factory=dict,
+        exclude=True,
+        repr=False,
+        description=(
+            "Topic -> partition -> size in bytes of the current replicas in this directory: what "
+            "`collect.replica_lag` compares with the leader's. Not serialized, and emptied by "
+            "`collect_snapshot` once compared (the result is `ClusterSnapshot.replica_lags`)."
+        ),
+    )
     replicas: dict[str, list[int]] = Field(
         default_factory=dict,
         exclude=True,
@@ -222,6 +262,17 @@ class ClusterSnapshot(_Model):
     reassignments: list[Reassignment] = Field(
         default_factory=list,
         description="Partition reassignments in flight. Not read: `missing` says so (reassignments).",
+    )
+    replica_lags: list[ReplicaLag] = Field(
+        default_factory=list,
+        description="Each replica out of its ISR (or being added) of a partition with a live leader, "
+        "and how far it trails the leader in bytes (both sizes read). Not read: the `log_dirs:<broker>` "
+        "part of its broker or of the leader's is missing.",
+    )
+    broker_throttles: list[BrokerThrottle] = Field(
+        default_factory=list,
+        description="The alive brokers with a replication throttle rate set. Not read while a throttle is "
+        "in play (a reassignment, or a topic naming throttled replicas): `missing` says so (broker_throttles).",
     )
     listener_certificates: list[ListenerCertificate] = Field(
         default_factory=list,

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from kafka_health.models.findings import Severity, SubjectKind
 from kafka_health_spark.checks import Check, id_list
+from kafka_health_spark.checks.behind import with_causes
 from kafka_health_spark.findings import finding_rows
 from kafka_health_spark.frames import Frames
 from kafka_health_spark.thresholds import Thresholds
@@ -39,15 +40,16 @@ def _build_with_state(frames: Frames) -> DataFrame:
     )
 
 
-def _with_missing(frames: Frames, df: DataFrame) -> DataFrame:
-    """`df` with `missing`, the brokers out of sync as text, and `reassigning`: true when every one
+def _with_missing(frames: Frames, df: DataFrame, t: Thresholds) -> DataFrame:
+    """`df` with `missing`, the brokers out of sync as text, `reassigning`: true when every one
     of them is a replica a reassignment in flight is adding (out of sync on purpose until it
-    has caught up). Columns of a check's rows, not of the shared frame, so they are computed
-    for the rows a check keeps, not for every partition."""
+    has caught up), and why each is out of sync (`behind.with_causes`). Columns of a check's
+    rows, not of the shared frame, so they are computed for the rows a check keeps, not for
+    every partition."""
     moves = frames.reassignments.select("topic", "partition", F.col("adding").alias("_adding"))
     out_of_sync = F.array_except("replicas", "isr")
     return (
-        frames.join(df, frames.small_side(moves), ["topic", "partition"], "left")
+        with_causes(frames, frames.join(df, frames.small_side(moves), ["topic", "partition"], "left"), t)
         .withColumn("missing", id_list(out_of_sync))
         .withColumn(
             "reassigning",
@@ -58,11 +60,55 @@ def _with_missing(frames: Frames, df: DataFrame) -> DataFrame:
 
 
 def _added(message: Column) -> Column:
-    """`message`, saying when its out-of-sync replicas are being added by a reassignment."""
+    """`message`, saying when its out-of-sync replicas are being added by a reassignment, and
+    else why each is out of sync."""
     return F.when(
         F.col("reassigning"),
         F.concat(message, F.lit(" They are being added by a reassignment (partition_reassigning).")),
-    ).otherwise(message)
+    ).otherwise(
+        F.when(
+            F.col("causes").isNotNull(), F.concat(message, F.lit(" Cause: "), F.col("causes"), F.lit("."))
+        ).otherwise(message)
+    )
+
+
+def _cause_evidence() -> dict[str, Column]:
+    return {
+        "out_of_sync": F.col("missing"),
+        "reassigning": F.when(F.col("reassigning"), F.col("missing")),
+        "cause": F.col("cause"),
+        "causes": F.col("causes"),
+        "lag_bytes": F.col("lag_bytes"),
+        "catch_up_eta_seconds": F.col("eta_seconds"),
+    }
+
+
+def _fix_by_cause(otherwise: Column) -> Column:
+    """What to do about the replicas out of sync, by the partition's first cause."""
+    first = F.split(F.col("cause"), ",").getItem(0)
+    return (
+        F.when(
+            F.col("reassigning"), F.lit("let the reassignment finish (kafka-reassign-partitions --verify)")
+        )
+        .when(first.isin("fenced", "broker_down"), F.format_string("bring back broker(s) %s", "missing"))
+        .when(
+            first == "stuck",
+            F.format_string(
+                "broker(s) %s are alive but not catching up: check their replica fetcher "
+                "(ReplicaFetcherThread errors in the broker log), disk and network",
+                "missing",
+            ),
+        )
+        .when(
+            first == "throttled",
+            F.lit(
+                "a replication throttle holds it: let its reassignment finish (kafka-reassign-partitions "
+                "--verify) or remove the throttle (replication_throttle_left)"
+            ),
+        )
+        .when(first == "catching_up", F.lit("none: it is catching up (see catch_up_eta_seconds)"))
+        .otherwise(otherwise)
+    )
 
 
 def _evidence() -> dict[str, F.Column]:
@@ -160,7 +206,7 @@ def offline_partitions(frames: Frames, t: Thresholds) -> DataFrame:
 
 def under_replicated(frames: Frames, t: Thresholds) -> DataFrame:
     """Partitions with a replica out of sync: one failure closer to losing data."""
-    df = _with_missing(frames, _with_state(frames).where(F.col("isr_size") < F.col("rf")))
+    df = _with_missing(frames, _with_state(frames).where(F.col("isr_size") < F.col("rf")), t)
     return finding_rows(
         df,
         check="under_replicated",
@@ -178,14 +224,10 @@ def under_replicated(frames: Frames, t: Thresholds) -> DataFrame:
                 "missing",
             )
         ),
-        evidence={
-            **_evidence(),
-            "out_of_sync": F.col("missing"),
-            "reassigning": F.when(F.col("reassigning"), F.col("missing")),
-        },
-        remediation=F.when(
-            F.col("reassigning"), F.lit("let the reassignment finish (kafka-reassign-partitions --verify)")
-        ).otherwise(F.format_string("check broker(s) %s: down, or unable to keep up", "missing")),
+        evidence={**_evidence(), **_cause_evidence()},
+        remediation=_fix_by_cause(
+            F.format_string("check broker(s) %s: down, or unable to keep up", "missing")
+        ),
     )
 
 
@@ -196,6 +238,7 @@ def under_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
         _with_state(frames).where(
             F.col("leader").isNull() | (F.col("min_isr").isNotNull() & (F.col("isr_size") < F.col("min_isr")))
         ),
+        t,
     )
     return finding_rows(
         df,
@@ -213,11 +256,7 @@ def under_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
                 F.coalesce(F.col("min_isr").cast("string"), F.lit("?")),
             )
         ),
-        evidence={
-            **_evidence(),
-            "out_of_sync": F.col("missing"),
-            "reassigning": F.when(F.col("reassigning"), F.col("missing")),
-        },
+        evidence={**_evidence(), **_cause_evidence()},
         remediation=F.when(
             F.col("isr_size") < F.col("rf"), F.format_string("restore broker(s) %s to the ISR", "missing")
         )
@@ -235,6 +274,7 @@ def at_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
     df = _with_missing(
         frames,
         _with_state(frames).where(F.col("min_isr").isNotNull() & (F.col("isr_size") == F.col("min_isr"))),
+        t,
     )
     return finding_rows(
         df,
@@ -253,11 +293,7 @@ def at_min_isr(frames: Frames, t: Thresholds) -> DataFrame:
                 "min_isr",
             )
         ),
-        evidence={
-            **_evidence(),
-            "out_of_sync": F.col("missing"),
-            "reassigning": F.when(F.col("reassigning"), F.col("missing")),
-        },
+        evidence={**_evidence(), **_cause_evidence()},
         remediation=F.when(
             F.col("isr_size") < F.col("rf"), F.format_string("restore broker(s) %s to the ISR", "missing")
         ),
