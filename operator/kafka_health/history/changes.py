@@ -18,10 +18,10 @@ import pyarrow.compute as pc
 from kafka_health.history.schema import (
     BROKER_SAMPLES,
     GROUP_OFFSET_SAMPLES,
-    REPLICA_LAG_SAMPLES,
     GROUP_SAMPLES,
     PARTITION_REMOVED,
     PARTITION_STATE,
+    REPLICA_LAG_SAMPLES,
     member_hash,
 )
 from kafka_health.models.snapshot import ClusterSnapshot
