@@ -13,6 +13,7 @@ from kafka_health.models.snapshot import (
     Missing,
     Partition,
     PartitionOffsets,
+    ReplicaLag,
 )
 
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
@@ -52,6 +53,14 @@ def snapshot(
         else [
             Partition(topic=t, partition=p, leader=leader, replicas=replicas, isr=isr)
             for (t, p), (leader, replicas, isr) in sorted(state.items())
+        ],
+        replica_lags=[]
+        if unreachable
+        else [
+            ReplicaLag(topic=t, partition=p, broker=b, size_bytes=900, leader_size_bytes=1000)
+            for (t, p), (_, replicas, isr) in sorted(state.items())
+            for b in replicas
+            if b not in isr
         ],
         offsets=[]
         if unreachable

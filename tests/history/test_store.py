@@ -196,6 +196,7 @@ def test_written_files_have_exactly_the_contract_schema(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path)
     store.append(snapshot(T0))
     store.append(snapshot(T0 + SECOND, {k: v for k, v in healthy().items() if k[0] != "payments"}))
+    store.append(snapshot(T0 + 2 * SECOND, {**healthy(), ("orders", 0): (0, [0, 1, 2], [0, 1])}))
     for table, schema in TABLES.items():
         files = _files(tmp_path, table)
         assert files, table

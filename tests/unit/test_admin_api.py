@@ -34,6 +34,7 @@ EXPECTED_CALLS = {
     "listener_certificates",
     "open_transactions",
     "abort_transaction",
+    "broker_throttles",
 }
 
 

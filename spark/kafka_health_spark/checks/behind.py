@@ -35,7 +35,8 @@ CAUSES = ("fenced", "broker_down", "stuck", "throttled", "reassigning", "lagging
 
 
 def replica_trend(frames: Frames, t: Thresholds) -> DataFrame:
-    """Per replica behind now (`topic`, `partition`, `broker`): `lag_bytes` now, whether it
+    """Per replica behind now (`topic`, `partition`, `broker`): `lag_bytes` now (and its
+    leader's size, `leader_size_bytes`), whether it
     `shrank` since its reference sample, whether that reference is at least
     `replica_stuck_minutes` old (`aged`), and at the rate it shrank, `eta_seconds`."""
 
@@ -49,7 +50,7 @@ def replica_trend(frames: Frames, t: Thresholds) -> DataFrame:
             ),
             F.min_by(F.struct("ts", "lag_bytes"), F.col("ts")).alias("first"),
         )
-        current = f.replica_lags.select("topic", "partition", "broker", "lag_bytes")
+        current = f.replica_lags.select("topic", "partition", "broker", "lag_bytes", "leader_size_bytes")
         df = f.join(current, ref, ["topic", "partition", "broker"], "left").withColumn(
             "ref", F.coalesce("aged_ref", "first")
         )
@@ -61,6 +62,7 @@ def replica_trend(frames: Frames, t: Thresholds) -> DataFrame:
             "partition",
             "broker",
             "lag_bytes",
+            "leader_size_bytes",
             F.coalesce(shrank, F.lit(False)).alias("shrank"),
             F.col("aged_ref").isNotNull().alias("aged"),
             F.when(shrank & (seconds > 0), F.ceil(F.col("lag_bytes") / rate)).alias("eta_seconds"),

@@ -38,8 +38,32 @@ def throttled(config: Column, partition: Column, brokers: Column) -> Column:
     )
 
 
+def _progress(frames: Frames, t: Thresholds) -> DataFrame:
+    """Per partition being reassigned: what its new replicas still have to copy (`left_bytes`,
+    where their sizes were read), the share copied (`copied_percent`, of the leader's size), when
+    the last of them catches up at the rate its lag shrinks (`eta_seconds`: only when every one
+    behind is shrinking), and the lowest follower throttle rate set on them (`rate`)."""
+    from kafka_health_spark.checks.behind import replica_trend  # (behind imports `throttled`)
+
+    adding = frames.reassignments.select("topic", "partition", F.explode("adding").alias("broker"))
+    rates = frames.broker_throttles.select("broker", F.col("follower_rate").alias("rate"))
+    per = frames.join(adding, replica_trend(frames, t), ["topic", "partition", "broker"], "left")
+    per = frames.join(per, rates, "broker", "left")
+    return per.groupBy("topic", "partition").agg(
+        F.sum("lag_bytes").alias("left_bytes"),
+        F.max("leader_size_bytes").alias("_size"),
+        F.count("lag_bytes").alias("_read"),
+        F.when(
+            F.min(F.col("lag_bytes").isNull() | F.col("eta_seconds").isNotNull() | (F.col("lag_bytes") == 0)),
+            F.max("eta_seconds"),
+        ).alias("eta_seconds"),
+        F.min("rate").alias("rate"),
+    )
+
+
 def partition_reassigning(frames: Frames, t: Thresholds) -> DataFrame:
-    """Each partition being reassigned, with how far its new replicas are."""
+    """Each partition being reassigned, with how far its new replicas are: in sync, bytes left
+    to copy, share copied, ETA, and the throttle they copy under."""
     moves = frames.reassignments.select("topic", "partition", "adding", "removing")
     state = frames.partitions.select("topic", "partition", "replicas", "isr")
     configs = frames.topic_configs.select(
@@ -52,6 +76,30 @@ def partition_reassigning(frames: Frames, t: Thresholds) -> DataFrame:
         .withColumn("added_in_sync", F.size(F.array_intersect("adding", "isr")))
         .withColumn("throttled", throttled(F.col("thr"), F.col("partition"), F.col("adding")))
     )
+    df = frames.join(df, _progress(frames, t), ["topic", "partition"], "left").withColumn(
+        "copied_percent",
+        F.when(
+            (F.col("_read") > 0) & (F.col("_size") > 0),
+            F.round(100 * (1 - F.col("left_bytes") / (F.col("_size") * F.col("_read"))), 1),
+        ),
+    )
+    progress = F.concat_ws(
+        ", ",
+        F.when(
+            F.col("left_bytes").isNotNull(),
+            F.format_string(
+                "%d B left to copy (%.1f %% copied)", "left_bytes", F.coalesce("copied_percent", F.lit(0.0))
+            ),
+        ),
+        F.when(F.col("eta_seconds").isNotNull(), F.format_string("ETA %d s", "eta_seconds")),
+    )
+    throttle_words = F.when(
+        F.col("throttled"),
+        F.concat(
+            F.lit("; its new replicas are throttled"),
+            F.when(F.col("rate").isNotNull(), F.format_string(" at %d B/s", "rate")).otherwise(F.lit("")),
+        ),
+    ).otherwise(F.lit(""))
     return finding_rows(
         df,
         check="partition_reassigning",
@@ -60,14 +108,15 @@ def partition_reassigning(frames: Frames, t: Thresholds) -> DataFrame:
         topic=F.col("topic"),
         partition=F.col("partition"),
         message=F.format_string(
-            "%s-%d is being reassigned: adding broker(s) %s (%d of %d in sync), removing broker(s) %s%s.",
+            "%s-%d is being reassigned: adding broker(s) %s (%d of %d in sync%s), removing broker(s) %s%s.",
             "topic",
             "partition",
             id_list(F.col("adding")),
             "added_in_sync",
             F.size("adding"),
+            F.when(progress != "", F.concat(F.lit("; "), progress)).otherwise(F.lit("")),
             id_list(F.col("removing")),
-            F.when(F.col("throttled"), F.lit("; its new replicas are throttled")).otherwise(F.lit("")),
+            throttle_words,
         ),
         evidence={
             "replicas": id_list(F.col("replicas")),
@@ -76,6 +125,10 @@ def partition_reassigning(frames: Frames, t: Thresholds) -> DataFrame:
             "removing": id_list(F.col("removing")),
             "added_in_sync": F.col("added_in_sync"),
             "throttled": F.when(F.col("throttled"), F.lit("yes")).otherwise(F.lit("no")),
+            "follower_throttle_rate": F.when(F.col("throttled"), F.col("rate")),
+            "left_bytes": F.col("left_bytes"),
+            "copied_percent": F.col("copied_percent"),
+            "eta_seconds": F.col("eta_seconds"),
         },
         remediation=F.lit(
             "nothing to fix while it progresses: kafka-reassign-partitions --verify with its plan "
@@ -85,7 +138,8 @@ def partition_reassigning(frames: Frames, t: Thresholds) -> DataFrame:
 
 
 def replication_throttle_left(frames: Frames, t: Thresholds) -> DataFrame:
-    """Topics keeping replication throttles with no reassignment of theirs in flight."""
+    """Topics keeping replication throttles with no reassignment of theirs in flight, and brokers
+    keeping throttle rates with no reassignment in flight at all."""
     moving = frames.reassignments.select("topic").distinct()
     kept = frames.topic_configs.where(
         F.col("leader_replication_throttled_replicas").isNotNull()
@@ -94,7 +148,7 @@ def replication_throttle_left(frames: Frames, t: Thresholds) -> DataFrame:
     df = frames.join(kept, moving, "topic", "left_anti")
     leader = F.coalesce(F.col("leader_replication_throttled_replicas"), F.lit("none"))
     follower = F.coalesce(F.col("follower_replication_throttled_replicas"), F.lit("none"))
-    return finding_rows(
+    topics = finding_rows(
         df,
         check="replication_throttle_left",
         severity=Severity.WARNING,
@@ -119,6 +173,43 @@ def replication_throttle_left(frames: Frames, t: Thresholds) -> DataFrame:
             "leader.replication.throttled.rate,follower.replication.throttled.rate)",
             "topic",
             F.lit(THROTTLE_KEYS),
+        ),
+    )
+    return topics.unionByName(_broker_throttle_left(frames))
+
+
+def _broker_throttle_left(frames: Frames) -> DataFrame:
+    """Brokers keeping a replication throttle rate with no reassignment in flight anywhere."""
+    key = F.lit(1).alias("_k")
+    rates = frames.broker_throttles.select("*", key)
+    moving = frames.reassignments.agg(F.count(F.lit(1)).alias("_moving")).select("_moving", key)
+    df = frames.join(rates, moving, "_k").where(F.col("_moving") == 0)
+    leader = F.coalesce(F.col("leader_rate").cast("string"), F.lit("none"))
+    follower = F.coalesce(F.col("follower_rate").cast("string"), F.lit("none"))
+    keys = F.concat_ws(
+        ",",
+        F.when(F.col("leader_rate").isNotNull(), F.lit("leader.replication.throttled.rate")),
+        F.when(F.col("follower_rate").isNotNull(), F.lit("follower.replication.throttled.rate")),
+    )
+    return finding_rows(
+        df,
+        check="replication_throttle_left",
+        severity=Severity.WARNING,
+        kind=SubjectKind.BROKER,
+        broker=F.col("broker"),
+        message=F.format_string(
+            "Broker %d keeps replication throttle rates with no reassignment in flight (leader: %s B/s; "
+            "follower: %s B/s): any replica a topic names as throttled copies at that rate.",
+            "broker",
+            leader,
+            follower,
+        ),
+        evidence={
+            "leader_replication_throttled_rate": leader,
+            "follower_replication_throttled_rate": follower,
+        },
+        remediation=F.format_string(
+            "kafka-configs --entity-type brokers --entity-name %d --alter --delete-config %s", "broker", keys
         ),
     )
 
