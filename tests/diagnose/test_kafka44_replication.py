@@ -31,6 +31,8 @@ from pyspark.sql import SparkSession
 from kafka_health._kits.waiting import wait_for
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.diagnose import run_diagnosis
+from kafka_health.history.store import HistoryStore
+from kafka_health.models.findings import Finding
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan.reassignment_safety import reassignments_involving
 from kafka_health.plan.restart_safety import check_restart_safety
@@ -175,6 +177,26 @@ def _adding(tb: Testbed) -> dict[int, list[int]]:
     }
 
 
+def _broker_rates(tb: Testbed, broker: int) -> dict[str, int]:
+    """`kafka-configs --describe --entity-type brokers`: broker's dynamic throttle rates."""
+    out = _tool_ok(
+        tb, "kafka-configs", ["--describe", "--entity-type", "brokers", "--entity-name", str(broker)]
+    )
+    return {k: int(v) for k, v in re.findall(r"^\s+(\S+\.replication\.throttled\.rate)=(\d+) ", out, re.M)}
+
+
+def _ours_rates(snap: ClusterSnapshot, broker: int) -> dict[str, int]:
+    found = [t for t in snap.broker_throttles if t.broker == broker]
+    if not found:
+        return {}
+    pairs = zip(RATES, (found[0].leader_rate, found[0].follower_rate), strict=True)
+    return {k: v for k, v in pairs if v is not None}
+
+
+def _left_to_copy(snap: ClusterSnapshot) -> int:
+    return sum(r.lag_bytes for r in snap.replica_lags if r.topic == MOVING)
+
+
 def _topic_throttles(tb: Testbed) -> dict[str, str]:
     out = _tool_ok(tb, "kafka-configs", ["--describe", "--entity-type", "topics", "--entity-name", MOVING])
     return dict(re.findall(r"^\s+(\S+\.replication\.throttled\.replicas)=(\S*) ", out, re.M))
@@ -222,6 +244,32 @@ def test_a_throttled_reassignment_is_one_incident_and_its_throttle_left_behind_i
     tool = _topic_throttles(cluster)
     assert config.follower_replication_throttled_replicas == tool[THROTTLES[1]] == "0:2,1:2,2:2"
     assert config.leader_replication_throttled_replicas == tool[THROTTLES[0]]
+    # The brokers' rates, as kafka-configs shows them; the new replicas' lag, from the log dirs.
+    for broker in range(3):
+        assert _ours_rates(snap, broker) == _broker_rates(cluster, broker)
+    assert _ours_rates(snap, 2)[RATES[1]] == 1000
+    assert {(r.partition, r.broker) for r in snap.replica_lags if r.topic == MOVING} == {
+        (p, 2) for p in range(3)
+    }
+    assert _left_to_copy(snap) > 0
+    # A later snapshot, once the new replicas copied more: with the first in the history, an ETA.
+    history = tmp_path / "history"
+    HistoryStore(history).append(snap)
+    later = wait_for(
+        lambda: s if _left_to_copy(s := snapshot_of(bootstrap)) < _left_to_copy(snap) else None,
+        timeout=90,
+        interval=2,
+        what="the new replicas copying",
+    )
+    HistoryStore(history).append(later)
+    progress = {
+        f.subject.partition: f
+        for f in run_diagnosis(later, history, Thresholds(), spark).findings
+        if f.check == "partition_reassigning"
+    }
+    assert all(f.evidence["follower_throttle_rate"] == 1000 for f in progress.values())
+    assert sum(int(str(f.evidence["left_bytes"])) for f in progress.values()) == _left_to_copy(later)
+    assert any(f.evidence["eta_seconds"] is not None for f in progress.values()), progress
 
     # A roll: every broker is held by the reassignment (rule 5), none by "under-replicated";
     # after a restart its wait for 0 under-replicated partitions does not wait on the new replicas.
@@ -246,6 +294,7 @@ def test_a_throttled_reassignment_is_one_incident_and_its_throttle_left_behind_i
     assert moves.evidence["throttled_partitions"] == 3
     urp = [f for f in moves.findings if f.check == "under_replicated"]
     assert all(f.evidence["reassigning"] == "2" and "being added by a reassignment" in f.message for f in urp)
+    assert all(f.evidence["cause"] == "reassigning" for f in urp)
     assert not [f for f in diagnosis.findings if f.check == "replication_throttle_left"]
 
     # Lift the rate (--additional changes a running reassignment's throttle) and let it complete
@@ -268,21 +317,106 @@ def test_a_throttled_reassignment_is_one_incident_and_its_throttle_left_behind_i
     assert command[0] == "kafka-configs"
     _tool_ok(cluster, command[0], command[1:])
     assert _topic_throttles(cluster) == {}
+
+    # The brokers' rates stay behind too: one finding per broker, whose command removes them.
     again = run_diagnosis(snapshot_of(bootstrap), None, Thresholds(), spark)
-    assert not [
-        f for f in again.findings if f.check in ("replication_throttle_left", "partition_reassigning")
-    ]
-    for broker in range(3):  # the brokers' rates, as its note says
-        _tool_ok(
-            cluster,
-            "kafka-configs",
-            [
-                "--entity-type",
-                "brokers",
-                "--entity-name",
-                str(broker),
-                "--alter",
-                "--delete-config",
-                ",".join(RATES),
-            ],
+    assert not [f for f in again.findings if f.check == "partition_reassigning" or f.subject.topic == MOVING]
+    by_broker = {f.subject.broker: f for f in again.findings if f.check == "replication_throttle_left"}
+    assert set(by_broker) == {b for b in range(3) if _broker_rates(cluster, b)} == {0, 1, 2}
+    for kept, f in by_broker.items():
+        assert kept is not None
+        assert f.evidence["follower_replication_throttled_rate"] == str(
+            _broker_rates(cluster, kept)[RATES[1]]
         )
+        command = shlex.split(str(f.remediation))
+        _tool_ok(cluster, command[0], command[1:])
+        assert _broker_rates(cluster, kept) == {}
+    assert not [
+        f
+        for f in run_diagnosis(snapshot_of(bootstrap), None, Thresholds(), spark).findings
+        if f.check == "replication_throttle_left"
+    ]
+
+
+def test_a_replica_out_of_sync_says_it_is_fenced_then_throttled_by_a_throttle_left_behind(
+    cluster: Testbed, spark: SparkSession
+) -> None:
+    """Broker 2 stops: its replicas are `fenced`. A throttle left on the topic and a low rate on
+    broker 2 (as a reassignment completed without --verify leaves them): once it returns, its
+    replicas copy at that rate and are `throttled`, never "check its disk"."""
+    bootstrap = cluster.require().bootstrap_servers
+    topic = "held"
+    _tool_ok(cluster, "kafka-topics", ["--create", "--topic", topic, "--replica-assignment", "0:1:2,1:0:2"])
+    cluster.stop(2)
+
+    def fenced() -> ClusterSnapshot | None:
+        snap = snapshot_of(bootstrap)
+        return snap if any(b.id == 2 and b.fenced for b in snap.brokers) else None
+
+    serving = wait_for(fenced, timeout=60, what="broker 2 fenced")
+    urp = [
+        f
+        for f in run_diagnosis(serving, None, Thresholds(), spark).findings
+        if f.check == "under_replicated" and f.subject.topic == topic
+    ]
+    assert len(urp) == 2 and all(f.evidence["cause"] == "fenced" for f in urp), urp
+    faults.fill(bootstrap, topic, 2, kb_each=6_000)
+    _tool_ok(
+        cluster,
+        "kafka-configs",
+        [
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            topic,
+            "--alter",
+            "--add-config",
+            f"{THROTTLES[1]}=[0:2,1:2]",
+        ],
+    )
+    _tool_ok(
+        cluster,
+        "kafka-configs",
+        ["--entity-type", "brokers", "--entity-name", "2", "--alter", "--add-config", f"{RATES[1]}=1000"],
+    )
+    cluster.start(2)
+
+    def held() -> list[Finding] | None:
+        snap = snapshot_of(bootstrap)
+        if not any(b.id == 2 and b.alive for b in snap.brokers):
+            return None
+        found = [
+            f
+            for f in run_diagnosis(snap, None, Thresholds(), spark).findings
+            if f.check == "under_replicated" and f.subject.topic == topic
+        ]
+        return found if found and all(f.evidence["cause"] == "throttled" for f in found) else None
+
+    found = wait_for(held, timeout=90, interval=2, what="broker 2 back, throttled")
+    assert all(
+        "2 throttled (" in str(f.evidence["causes"]) and int(str(f.evidence["lag_bytes"])) > 0 for f in found
+    )
+    assert all("replication throttle holds it" in str(f.remediation) for f in found)
+    # The throttle left behind is the finding to act on; removed, broker 2 catches up.
+    left = {
+        (f.subject.topic, f.subject.broker)
+        for f in run_diagnosis(snapshot_of(bootstrap), None, Thresholds(), spark).findings
+        if f.check == "replication_throttle_left"
+    }
+    assert left == {(topic, None), (None, 2)}
+    _tool_ok(
+        cluster,
+        "kafka-configs",
+        ["--entity-type", "topics", "--entity-name", topic, "--alter", "--delete-config", THROTTLES[1]],
+    )
+    _tool_ok(
+        cluster,
+        "kafka-configs",
+        ["--entity-type", "brokers", "--entity-name", "2", "--alter", "--delete-config", RATES[1]],
+    )
+    wait_for(
+        lambda: not [p for p in snapshot_of(bootstrap).partitions if p.topic == topic and len(p.isr) < 3],
+        timeout=90,
+        interval=2,
+        what="broker 2 back in sync",
+    )

@@ -32,6 +32,7 @@ from kafka_health.models.snapshot import (
     LogDir,
     Partition,
     PartitionOffsets,
+    ReplicaLag,
 )
 from kafka_health_spark.frames import PRIOR_STATE_LOOKBACK, read_history, spans, transitions_of
 from kafka_health_spark.slot_windows import SlotWindows
@@ -89,6 +90,19 @@ def _snapshot(rng: random.Random, ts: datetime, offsets: dict[tuple[str, int], i
         log_dirs=[
             LogDir(broker_id=b, path="/d", used_bytes=1000 + rng.randrange(0, 500), total_bytes=10_000)
             for b in alive
+        ],
+        replica_lags=[
+            ReplicaLag(
+                topic=p.topic,
+                partition=p.partition,
+                broker=b,
+                size_bytes=rng.randrange(0, 900),
+                leader_size_bytes=1000,
+            )
+            for p in parts
+            if p.leader is not None
+            for b in p.replicas
+            if b in alive and b not in p.isr
         ],
     )
 

@@ -498,3 +498,47 @@ def test_a_down_broker_on_many_partitions_lists_the_first_ones_and_counts_all() 
 def test_a_low_replication_factor_without_its_number_is_not_taken_for_rf1() -> None:
     (i,) = group_incidents([finding("low_replication_factor", W, topic="t")])
     assert i.id == "topic_durability:t"
+
+
+def test_a_broker_out_of_sync_says_why_per_cause_and_advises_by_it() -> None:
+    def urp(p: int, causes: str) -> Finding:
+        return finding("under_replicated", topic="t", partition=p, out_of_sync="2", causes=causes)
+
+    catching = by_id(
+        group_incidents([urp(0, "2 catching_up (10 B behind, ETA 5 s)"), urp(1, "2 catching_up")])
+    )
+    inc = catching["broker_out_of_sync:2"]
+    assert inc.title == "Broker 2 is alive but out of sync on 2 partitions (catching up: 2)."
+    assert inc.evidence["catching_up_partitions"] == 2
+    assert "Broker 2 is catching up: nothing to fix while its lag shrinks." in inc.remediation
+    stuck = by_id(group_incidents([urp(0, "2 stuck (10 B behind)"), urp(1, "2 catching_up")]))[
+        "broker_out_of_sync:2"
+    ]
+    assert stuck.title == "Broker 2 is alive but out of sync on 2 partitions (catching up: 1, stuck: 1)."
+    assert "not catching up on 1 partition: check its replica fetcher" in stuck.remediation
+    held = by_id(group_incidents([urp(0, "2 throttled (10 B behind)")]))["broker_out_of_sync:2"]
+    assert "A replication throttle holds broker 2's replicas" in held.remediation
+
+
+def test_a_reassignment_incident_sums_what_is_left_and_takes_the_last_eta() -> None:
+    def moving(p: int, left: int | None, eta: int | None) -> Finding:
+        return finding(
+            "partition_reassigning",
+            INFO,
+            topic="m",
+            partition=p,
+            adding="2",
+            removing="none",
+            added_in_sync=0,
+            throttled="yes",
+            follower_throttle_rate=1000,
+            left_bytes=left,
+            eta_seconds=eta,
+        )
+
+    inc = by_id(group_incidents([moving(0, 300, 30), moving(1, 700, 70)]))["reassignment:cluster"]
+    assert inc.title.endswith("; 2 throttled; 1000 B left to copy, ETA 70 s, throttled at 1000 B/s.")
+    assert (inc.evidence["left_bytes"], inc.evidence["eta_seconds"]) == (1000, 70)
+    # One partition still copying with no ETA: the incident has none either.
+    inc = by_id(group_incidents([moving(0, 300, 30), moving(1, 700, None)]))["reassignment:cluster"]
+    assert inc.evidence["eta_seconds"] is None and "ETA" not in inc.title

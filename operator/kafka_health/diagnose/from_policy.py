@@ -72,6 +72,8 @@ def thresholds_for(checks: Checks) -> Thresholds:
             "quorum_lag_records": checks.quorum.max_voter_lag,
             "certificate_warn_days": checks.certificates.warning_days,
             "certificate_critical_days": checks.certificates.critical_days,
+            "replica_stuck_minutes": parse_duration(str(checks.under_replicated.stuck_after)).total_seconds()
+            / 60,
         }
     )
 

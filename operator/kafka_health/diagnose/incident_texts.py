@@ -172,16 +172,45 @@ def _ids(members: list[Finding], key: str) -> str:
     return ",".join(map(str, sorted({b for f in members for b in broker_ids(f.evidence.get(key))}))) or "none"
 
 
+def _number(value: object) -> int | None:
+    try:
+        return int(float(str(value))) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _reassignment_progress(moving: list[Finding]) -> tuple[str, Evidence]:
+    """ "; 50 MB left to copy, ETA 500 s" from the members' progress evidence, and its figures
+    (no ETA unless every partition still copying has one)."""
+    lefts = [n for f in moving if (n := _number(f.evidence.get("left_bytes"))) is not None]
+    etas = [_number(f.evidence.get("eta_seconds")) for f in moving if _number(f.evidence.get("left_bytes"))]
+    rates = [n for f in moving if (n := _number(f.evidence.get("follower_throttle_rate"))) is not None]
+    left = sum(lefts) if lefts else None
+    eta = max(e for e in etas if e is not None) if etas and None not in etas else None
+    rate = min(rates) if rates else None
+    words = []
+    if left is not None:
+        words.append(f"{left} B left to copy")
+    if eta is not None:
+        words.append(f"ETA {eta} s")
+    if rate is not None:
+        words.append(f"throttled at {rate} B/s")
+    text = f"; {', '.join(words)}" if words else ""
+    return text, {"left_bytes": left, "eta_seconds": eta, "follower_throttle_rate": rate}
+
+
 def _reassignment(root: str, members: list[Finding], reach: Reach) -> Description:
     moving = [f for f in members if f.check == "partition_reassigning"]
     in_sync = sum(int(str(f.evidence.get("added_in_sync") or 0)) for f in moving)
     new = sum(len(broker_ids(f.evidence.get("adding"))) for f in moving)
     throttled = sum(1 for f in moving if f.evidence.get("throttled") == "yes")
     adding, removing = _ids(moving, "adding"), _ids(moving, "removing")
+    progress, figures = _reassignment_progress(moving)
     title = (
         f"{plural(len(moving), 'partition')} being reassigned: adding broker(s) {adding}, removing "
         f"broker(s) {removing}; {in_sync} of {new} new replicas in sync"
         + (f"; {throttled} throttled" if throttled else "")
+        + progress
         + "."
     )
     evidence: Evidence = {
@@ -191,6 +220,7 @@ def _reassignment(root: str, members: list[Finding], reach: Reach) -> Descriptio
         "new_replicas_in_sync": in_sync,
         "new_replicas": new,
         "throttled_partitions": throttled,
+        **figures,
     }
     return (
         title,
@@ -202,20 +232,49 @@ def _reassignment(root: str, members: list[Finding], reach: Reach) -> Descriptio
     )
 
 
+def _causes_of(root: str, members: list[Finding]) -> dict[str, int]:
+    """How many of the members' partitions broker `root` is out of sync on, per cause (from
+    their `causes` evidence: "2 catching_up (…); 3 stuck")."""
+    counts: dict[str, int] = {}
+    for f in members:
+        for detail in str(f.evidence.get("causes") or "").split("; "):
+            broker, _, rest = detail.partition(" ")
+            if broker == root and rest:
+                cause = rest.split(" ", 1)[0]
+                counts[cause] = counts.get(cause, 0) + 1
+    return counts
+
+
+def _out_of_sync_advice(root: str, causes: dict[str, int]) -> str:
+    if "stuck" in causes:
+        return (
+            f"Broker {root} is not catching up on {plural(causes['stuck'], 'partition')}: check its replica "
+            "fetcher (ReplicaFetcherThread errors in its log), its disk, network and GC pauses"
+        )
+    if "throttled" in causes:
+        return f"A replication throttle holds broker {root}'s replicas: see replication_throttle_left"
+    if causes and set(causes) == {"catching_up"}:
+        return f"Broker {root} is catching up: nothing to fix while its lag shrinks"
+    return f"Check broker {root}: its disk, network and GC pauses"
+
+
 def _broker_out_of_sync(root: str, members: list[Finding], reach: Reach) -> Description:
     churn = next((f for f in members if f.check == "isr_churn"), None)
     out = len({(p.topic, p.partition) for p in reach.partitions})
+    causes = _causes_of(root, [f for f in members if f.check != "isr_churn"])
     parts = []
     if out:
-        parts.append(f"out of sync on {plural(out, 'partition')}")
+        why = ", ".join(f"{c.replace('_', ' ')}: {n}" for c, n in sorted(causes.items()))
+        parts.append(f"out of sync on {plural(out, 'partition')}" + (f" ({why})" if why else ""))
     if churn is not None:
         parts.append(f"dropped out of ISRs {churn.evidence.get('episodes')} times in the window")
     title = f"Broker {root} is alive but " + " and ".join(parts or ["out of sync"]) + "."
+    evidence: Evidence = {f"{c}_partitions": n for c, n in sorted(causes.items())}
     return (
         title,
-        {},
-        f"{NO_ACTION}: a rolling restart waits until every partition is back in sync. Check broker "
-        f"{root}: its disk, network and GC pauses"
+        evidence,
+        f"{NO_ACTION}: a rolling restart waits until every partition is back in sync. "
+        + _out_of_sync_advice(root, causes)
         + (
             "; a rolling restart of it can be requested (spec.remediation.rollingRestart)."
             if churn is not None

@@ -271,8 +271,9 @@ class ClusterSnapshot(_Model):
     )
     broker_throttles: list[BrokerThrottle] = Field(
         default_factory=list,
-        description="The alive brokers with a replication throttle rate set. Not read while a throttle is "
-        "in play (a reassignment, or a topic naming throttled replicas): `missing` says so (broker_throttles).",
+        description="The alive brokers with a replication throttle rate set. Not read: `missing` says so "
+        "(broker_throttles:<broker>) while a throttle is in play (a reassignment in flight, or a topic "
+        "naming throttled replicas); otherwise a rate throttles nothing and its absence is not reported.",
     )
     listener_certificates: list[ListenerCertificate] = Field(
         default_factory=list,

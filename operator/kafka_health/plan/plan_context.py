@@ -33,6 +33,7 @@ from kafka_health.plan.cluster_lock import ClusterLock
 from kafka_health.plan.decision import PlannedAction
 from kafka_health.plan.guardrails import PolicyRef, SafetyLimits, common_holds
 from kafka_health.plan.hold import Hold
+from kafka_health.plan.reassignment_safety import reassignment_progress
 from kafka_health.plan.restart_safety import RestartSafety, check_restart_safety, order_brokers
 
 MAX_DETAILS = 100
@@ -160,7 +161,10 @@ def next_broker_safety(
     others = [b for b in safety.blockers if b.rule is not BlockerRule.REASSIGNMENT]
     if moving:
         holds.append(
-            Hold(WithheldReason.REASSIGNMENT_IN_PROGRESS, f"broker {safety.broker}: {moving[0].message}")
+            Hold(
+                WithheldReason.REASSIGNMENT_IN_PROGRESS,
+                f"broker {safety.broker}: {moving[0].message}{reassignment_progress(ctx.diagnosis)}",
+            )
         )
     if others:
         holds.append(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 
+from kafka_health.models.findings import Diagnosis
 from kafka_health.models.reasons import BlockerRule
 from kafka_health.models.snapshot import ClusterSnapshot, Partition, Reassignment
 from kafka_health.plan.safety_model import MAX_LISTED, Blocker
@@ -66,3 +67,19 @@ def reassignments_involving(snapshot: ClusterSnapshot, brokers: Collection[int])
         f"involve broker(s) {', '.join(map(str, involved))}: the roll starts once they complete "
         "(kafka-reassign-partitions --verify)"
     )
+
+
+def reassignment_progress(diagnosis: Diagnosis | None) -> str:
+    """What the diagnosis says of the reassignments in flight (their incident's bytes left to
+    copy and ETA, from the lag's trend in the history), for a roll's hold: "" when it says
+    nothing (no diagnosis, no sizes read, or no ETA yet)."""
+    incident = (
+        next((i for i in diagnosis.incidents if i.id == "reassignment:cluster"), None) if diagnosis else None
+    )
+    if incident is None:
+        return ""
+    left, eta = incident.evidence.get("left_bytes"), incident.evidence.get("eta_seconds")
+    words = ([f"{left} B left to copy"] if left is not None else []) + (
+        [f"ETA {eta} s at the rate they copy"] if eta is not None else []
+    )
+    return f" ({', '.join(words)})" if words else ""

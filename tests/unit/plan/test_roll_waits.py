@@ -19,6 +19,7 @@ from kafka_health.models.policy import (
     RollWaitReason,
     WithheldReason,
 )
+from kafka_health.models.findings import Diagnosis, Incident, IncidentKind, Severity, Subject, SubjectKind
 from kafka_health.models.snapshot import Reassignment
 from kafka_health.plan.decision import Verdict
 from kafka_health.plan.planner import plan
@@ -274,6 +275,35 @@ def test_a_roll_in_flight_waits_for_a_reassignment_with_its_own_reason_and_timeo
     short = roll_spec()
     short.remediation.rolling_restart.timeouts.reassignment = "30m"
     assert plan(context(short, moving_cluster(), status=status)).verdict is Verdict.HALT
+
+
+def test_the_reassignment_hold_carries_what_is_left_to_copy_and_the_eta_the_diagnosis_saw() -> None:
+    moving = Incident(
+        id="reassignment:cluster",
+        kind=IncidentKind.REASSIGNMENT,
+        severity=Severity.INFO,
+        subject=Subject(kind=SubjectKind.CLUSTER),
+        title="1 partition being reassigned",
+        evidence={"left_bytes": 5000, "eta_seconds": 120},
+        remediation="",
+    )
+    diagnosis = Diagnosis(cluster="c", taken_at=NOW, findings=[], incidents=[moving])
+    decision = plan(context(roll_spec(), moving_cluster(), status=in_flight(), diagnosis=diagnosis))
+    (held,) = [w for w in decision.withheld if w.id == "r1"]
+    assert held.message.endswith(
+        "(kafka-reassign-partitions --verify) (5000 B left to copy, ETA 120 s at the rate they copy)"
+    )
+    assert decision.roll_wait is not None and held.message in decision.roll_wait.message
+    # No ETA yet (too little history): nothing said of one.
+    moving.evidence = {"left_bytes": 5000, "eta_seconds": None}
+    (held,) = [
+        w
+        for w in plan(
+            context(roll_spec(), moving_cluster(), status=in_flight(), diagnosis=diagnosis)
+        ).withheld
+        if w.id == "r1"
+    ]
+    assert held.message.endswith("(5000 B left to copy)")
 
 
 # --- status written by the roll driver over the cycle's ------------------------------------------

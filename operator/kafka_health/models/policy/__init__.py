@@ -69,6 +69,7 @@ from kafka_health.models.policy.diagnostics import (
     LeaderImbalanceCheck,
     QuorumCheck,
     RebalanceStormCheck,
+    UnderReplicatedCheck,
     WindowedCheck,
 )
 from kafka_health.models.policy.durations import (
@@ -260,6 +261,7 @@ __all__ = [
     "RateLimits",
     "ReassignmentsInFlight",
     "RebalanceStormCheck",
+    "UnderReplicatedCheck",
     "RemediationSpec",
     "RemediationStep",
     "RequestId",

@@ -46,6 +46,17 @@ class WindowedCheck(Check):
     window: PositiveDuration = Field("15m", description="How much history the check looks at.")
 
 
+class UnderReplicatedCheck(Check):
+    """Partitions whose ISR is smaller than the replica set, each replica out of sync with its
+    cause (broker down or fenced, reassigning, throttled, catching up, stuck, lagging)."""
+
+    stuck_after: PositiveDuration = Field(
+        "10m",
+        description="A replica out of sync whose lag (bytes behind its leader) has not shrunk for this "
+        "long is stuck; one whose lag shrank is catching up, with an ETA at its rate.",
+    )
+
+
 class LeaderFlappingCheck(WindowedCheck):
     """Leadership changes per partition and ISR churn per broker over the window."""
 
@@ -208,7 +219,9 @@ class Checks(SpecModel):
     """Per-check toggles and thresholds."""
 
     offline_partitions: Check = section(Check, "Partitions without a leader.")
-    under_replicated: Check = section(Check, "Partitions whose ISR is smaller than the replica set.")
+    under_replicated: UnderReplicatedCheck = section(
+        UnderReplicatedCheck, "Partitions whose ISR is smaller than the replica set, and why."
+    )
     min_isr: Check = section(Check, "Partitions under or at min.insync.replicas.")
     leader_imbalance: LeaderImbalanceCheck = section(
         LeaderImbalanceCheck, "Leaders off their preferred replica."
