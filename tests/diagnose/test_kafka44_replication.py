@@ -246,7 +246,7 @@ def test_a_throttled_reassignment_is_one_incident_and_its_throttle_left_behind_i
     assert config.leader_replication_throttled_replicas == tool[THROTTLES[0]]
     # The brokers' rates, as kafka-configs shows them; the new replicas' lag, from the log dirs.
     for broker in range(3):
-        assert _ours_rates(snap, broker) == _broker_rates(cluster, broker)
+        assert _ours_rates(snap, broker) == _broker_rates(cluster, broker), broker
     assert _ours_rates(snap, 2)[RATES[1]] == 1000
     assert {(r.partition, r.broker) for r in snap.replica_lags if r.topic == MOVING} == {
         (p, 2) for p in range(3)
@@ -307,7 +307,7 @@ def test_a_throttled_reassignment_is_one_incident_and_its_throttle_left_behind_i
     left = [
         f
         for f in run_diagnosis(snapshot_of(bootstrap), None, Thresholds(), spark).findings
-        if f.check == "replication_throttle_left"
+        if f.check == "replication_throttle_left" and f.subject.topic is not None
     ]
     assert [f.subject.topic for f in left] == [MOVING]
     assert left[0].evidence["follower_replication_throttled_replicas"] == "0:2,1:2,2:2"
@@ -347,20 +347,7 @@ def test_a_replica_out_of_sync_says_it_is_fenced_then_throttled_by_a_throttle_le
     bootstrap = cluster.require().bootstrap_servers
     topic = "held"
     _tool_ok(cluster, "kafka-topics", ["--create", "--topic", topic, "--replica-assignment", "0:1:2,1:0:2"])
-    cluster.stop(2)
-
-    def fenced() -> ClusterSnapshot | None:
-        snap = snapshot_of(bootstrap)
-        return snap if any(b.id == 2 and b.fenced for b in snap.brokers) else None
-
-    serving = wait_for(fenced, timeout=60, what="broker 2 fenced")
-    urp = [
-        f
-        for f in run_diagnosis(serving, None, Thresholds(), spark).findings
-        if f.check == "under_replicated" and f.subject.topic == topic
-    ]
-    assert len(urp) == 2 and all(f.evidence["cause"] == "fenced" for f in urp), urp
-    faults.fill(bootstrap, topic, 2, kb_each=6_000)
+    # The throttle a reassignment completed without --verify leaves (it throttles nothing while in sync).
     _tool_ok(
         cluster,
         "kafka-configs",
@@ -379,6 +366,20 @@ def test_a_replica_out_of_sync_says_it_is_fenced_then_throttled_by_a_throttle_le
         "kafka-configs",
         ["--entity-type", "brokers", "--entity-name", "2", "--alter", "--add-config", f"{RATES[1]}=1000"],
     )
+    cluster.stop(2)
+
+    def fenced() -> ClusterSnapshot | None:
+        snap = snapshot_of(bootstrap)
+        return snap if any(b.id == 2 and b.fenced for b in snap.brokers) else None
+
+    serving = wait_for(fenced, timeout=60, what="broker 2 fenced")
+    urp = [
+        f
+        for f in run_diagnosis(serving, None, Thresholds(), spark).findings
+        if f.check == "under_replicated" and f.subject.topic == topic
+    ]
+    assert len(urp) == 2 and all(f.evidence["cause"] == "fenced" for f in urp), urp
+    faults.fill(bootstrap, topic, 2, kb_each=6_000)
     cluster.start(2)
 
     def held() -> list[Finding] | None:
@@ -393,9 +394,10 @@ def test_a_replica_out_of_sync_says_it_is_fenced_then_throttled_by_a_throttle_le
         return found if found and all(f.evidence["cause"] == "throttled" for f in found) else None
 
     found = wait_for(held, timeout=90, interval=2, what="broker 2 back, throttled")
+    # (its lag read: on a busy machine it may have copied every byte and not yet rejoined the ISR)
     assert all(
-        "2 throttled (" in str(f.evidence["causes"]) and int(str(f.evidence["lag_bytes"])) > 0 for f in found
-    )
+        "2 throttled (" in str(f.evidence["causes"]) and f.evidence["lag_bytes"] is not None for f in found
+    ), [f.message for f in found]
     assert all("replication throttle holds it" in str(f.remediation) for f in found)
     # The throttle left behind is the finding to act on; removed, broker 2 catches up.
     left = {

@@ -265,13 +265,13 @@ class AdminCalls(KafkaPythonCalls, AdminApi):
         return out
 
     def _do_broker_throttles(self, brokers: list[int]) -> Partial[int, BrokerThrottle]:
-        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in brokers]
-        futures = {
-            int(res.name): fut
-            for res, fut in self.client.describe_configs(
-                resources, request_timeout=self.timeouts.request
-            ).items()
-        }
+        # librdkafka takes one BROKER resource per call (each answered by its broker): one call
+        # per broker, all in flight together.
+        futures: dict[int, Future[Any]] = {}
+        for b in brokers:
+            resource = ConfigResource(ResourceType.BROKER, str(b))
+            (fut,) = self.client.describe_configs([resource], request_timeout=self.timeouts.request).values()
+            futures[b] = fut
         raw = self._gather(futures, self.timeouts.request)
         return Partial(
             values={b: parse.broker_throttle(b, entries) for b, entries in raw.values.items()},

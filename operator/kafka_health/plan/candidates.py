@@ -52,7 +52,7 @@ from kafka_health.plan.plan_context import (
     restart_requests,
     snapshot_usable,
 )
-from kafka_health.plan.reassignment_safety import reassignments_involving
+from kafka_health.plan.reassignment_safety import reassignment_progress, reassignments_involving
 from kafka_health.plan.restart_safety import (
     NeverSafeVerdict,
     controller_only_nodes,
@@ -135,7 +135,8 @@ def _restart_candidate(ctx: PlanContext, request: RollingRestartRequest) -> Cand
         holds.append(
             Hold(
                 WithheldReason.REASSIGNMENT_IN_PROGRESS,
-                f"{moving}; set spec.remediation.rollingRestart.reassignmentsInFlight: Proceed to start "
+                f"{moving}{reassignment_progress(ctx.diagnosis)}; set "
+                "spec.remediation.rollingRestart.reassignmentsInFlight: Proceed to start "
                 "anyway (it then holds before each broker they involve)",
             )
         )
