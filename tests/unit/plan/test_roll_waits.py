@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafka_health.models.findings import Diagnosis, Incident, IncidentKind, Severity, Subject, SubjectKind
 from kafka_health.models.policy import (
     ActionType,
     Condition,
@@ -19,7 +20,6 @@ from kafka_health.models.policy import (
     RollWaitReason,
     WithheldReason,
 )
-from kafka_health.models.findings import Diagnosis, Incident, IncidentKind, Severity, Subject, SubjectKind
 from kafka_health.models.snapshot import Reassignment
 from kafka_health.plan.decision import Verdict
 from kafka_health.plan.planner import plan
