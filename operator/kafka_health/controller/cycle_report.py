@@ -59,6 +59,9 @@ class CycleMetrics:
     """(check, severity) → count; the policy's series are replaced by these (None: untouched)."""
     certificates: Mapping[int, float] | None = None
     """Broker → Unix time its served certificate chain ends; replaced like `findings`."""
+    reassignment: Mapping[str, float] | None = None
+    """The reassignments in flight: `remaining_bytes`, `eta_seconds` (each when known); replaced
+    like `findings`."""
 
 
 @dataclass(frozen=True)
@@ -102,9 +105,22 @@ def report_cycle(
         healthy=diagnosis.exit_code() == 0,
         findings=Counter((f.check, f.severity.value) for f in diagnosis.findings),
         certificates={b: t.timestamp() for b, t in diagnosis.certificates_not_after.items()},
+        reassignment=_reassignment_figures(diagnosis),
     )
     to_post, reported = _diagnosis_events(before, diagnosis, written, interval, now)
     return CycleReport(metrics=metrics, events=tuple(to_post), reported=reported, status=status)
+
+
+def _reassignment_figures(diagnosis: Diagnosis) -> dict[str, float]:
+    """The reassignment incident's bytes left and ETA, those it knows."""
+    moving = next((i for i in diagnosis.incidents if i.id == "reassignment:cluster"), None)
+    if moving is None:
+        return {}
+    figures = {
+        "remaining_bytes": moving.evidence.get("left_bytes"),
+        "eta_seconds": moving.evidence.get("eta_seconds"),
+    }
+    return {k: float(v) for k, v in figures.items() if isinstance(v, int | float)}
 
 
 def _problem_report(

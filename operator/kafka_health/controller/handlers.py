@@ -210,5 +210,10 @@ def apply_report(body: Any, namespace: str, name: str, report: CycleReport) -> N
         metrics.remove_series([metrics.CERTIFICATE_EXPIRY], namespace, name)
         for broker, not_after in m.certificates.items():
             metrics.CERTIFICATE_EXPIRY.labels(namespace, name, str(broker)).set(not_after)
+    if m.reassignment is not None:
+        gauges = {"remaining_bytes": metrics.REASSIGNMENT_REMAINING, "eta_seconds": metrics.REASSIGNMENT_ETA}
+        metrics.remove_series(gauges.values(), namespace, name)
+        for key, value in m.reassignment.items():
+            gauges[key].labels(namespace, name).set(value)
     for event in report.events:
         events.post(body, event)

@@ -53,6 +53,18 @@ CERTIFICATE_EXPIRY = Gauge(
     ["namespace", "policy", "broker"],
     registry=REGISTRY,
 )
+REASSIGNMENT_REMAINING = Gauge(
+    "kafka_health_reassignment_remaining_bytes",
+    "Bytes the new replicas of the partition reassignments in flight still have to copy (no series when none is in flight or no size was read).",
+    ["namespace", "policy"],
+    registry=REGISTRY,
+)
+REASSIGNMENT_ETA = Gauge(
+    "kafka_health_reassignment_eta_seconds",
+    "Seconds until the reassignments in flight have copied their new replicas, at the rate their lag shrank (no series while unknown).",
+    ["namespace", "policy"],
+    registry=REGISTRY,
+)
 RESULTS = ("succeeded", "failed", "blocked", "withheld", "dry_run")
 """The `result` label of REMEDIATIONS: an action that ran (succeeded, failed); a one-shot request
 given up without acting (blocked); an action a guardrail started to hold back (withheld), or that
@@ -90,6 +102,8 @@ LABELS: dict[str, tuple[str, ...]] = {
     "kafka_health_healthy": ("namespace", "policy"),
     "kafka_health_degraded": ("namespace", "policy"),
     "kafka_health_listener_certificate_expiry_timestamp_seconds": ("namespace", "policy", "broker"),
+    "kafka_health_reassignment_remaining_bytes": ("namespace", "policy"),
+    "kafka_health_reassignment_eta_seconds": ("namespace", "policy"),
     "kafka_health_remediations": ("namespace", "policy", "action", "result"),
     "kafka_health_client_process_restarts": ("reason",),
     "kafka_health_spark_driver_restarts": ("reason",),
@@ -129,7 +143,17 @@ def remove_series(metrics: Iterable[MetricWrapperBase], namespace: str, policy: 
 def forget_policy(namespace: str, policy: str) -> None:
     """Drop every series of a deleted policy so dashboards don't show ghosts."""
     remove_series(
-        (FINDINGS, LAST_SUCCESS, HEALTHY, DEGRADED, CERTIFICATE_EXPIRY, CYCLE_SECONDS, REMEDIATIONS),
+        (
+            FINDINGS,
+            LAST_SUCCESS,
+            HEALTHY,
+            DEGRADED,
+            CERTIFICATE_EXPIRY,
+            REASSIGNMENT_REMAINING,
+            REASSIGNMENT_ETA,
+            CYCLE_SECONDS,
+            REMEDIATIONS,
+        ),
         namespace,
         policy,
     )
