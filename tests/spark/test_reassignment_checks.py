@@ -145,3 +145,16 @@ def test_a_brokers_rate_left_with_no_reassignment_is_named_with_its_delete_comma
         "follower_replication_throttled_rate": "none",
     }
     assert sorted(f.subject.topic for f in found if f.subject.topic) == ["moving", "still"]
+
+
+def test_a_reassignment_making_no_progress_says_so(spark: SparkSession, tmp_path: Path) -> None:
+    record(tmp_path, [_moving_at(-12, 50 * MB)])  # as far behind 12 minutes ago
+    found = {
+        f.subject.partition: f
+        for f in check_findings(spark, reassignment.partition_reassigning, _moving_at(0, 50 * MB), tmp_path)
+    }
+    f = found[0]
+    assert f.evidence["stalled"] == "yes" and f.evidence["eta_seconds"] is None
+    assert "no progress in 10 min" in f.message
+    assert f.remediation is not None and f.remediation.startswith("it makes no progress: raise its throttle")
+    assert found[1].evidence["stalled"] == "no"  # its new replica is in sync

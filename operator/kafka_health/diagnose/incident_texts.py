@@ -204,12 +204,14 @@ def _reassignment(root: str, members: list[Finding], reach: Reach) -> Descriptio
     in_sync = sum(int(str(f.evidence.get("added_in_sync") or 0)) for f in moving)
     new = sum(len(broker_ids(f.evidence.get("adding"))) for f in moving)
     throttled = sum(1 for f in moving if f.evidence.get("throttled") == "yes")
+    stalled = sum(1 for f in moving if f.evidence.get("stalled") == "yes")
     adding, removing = _ids(moving, "adding"), _ids(moving, "removing")
     progress, figures = _reassignment_progress(moving)
     title = (
         f"{plural(len(moving), 'partition')} being reassigned: adding broker(s) {adding}, removing "
         f"broker(s) {removing}; {in_sync} of {new} new replicas in sync"
         + (f"; {throttled} throttled" if throttled else "")
+        + (f"; {stalled} making no progress" if stalled else "")
         + progress
         + "."
     )
@@ -220,6 +222,7 @@ def _reassignment(root: str, members: list[Finding], reach: Reach) -> Descriptio
         "new_replicas_in_sync": in_sync,
         "new_replicas": new,
         "throttled_partitions": throttled,
+        "stalled_partitions": stalled,
         **figures,
     }
     return (

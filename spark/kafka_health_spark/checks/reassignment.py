@@ -58,6 +58,11 @@ def _progress(frames: Frames, t: Thresholds) -> DataFrame:
             F.max("eta_seconds"),
         ).alias("eta_seconds"),
         F.min("rate").alias("rate"),
+        # A new replica behind whose lag has not shrunk over `replica_stuck_minutes`: the move
+        # makes no progress (a throttle too low for the load, a broker that cannot fetch).
+        F.max(F.coalesce(F.col("aged") & ~F.col("shrank") & (F.col("lag_bytes") > 0), F.lit(False))).alias(
+            "stalled"
+        ),
     )
 
 
@@ -92,6 +97,10 @@ def partition_reassigning(frames: Frames, t: Thresholds) -> DataFrame:
             ),
         ),
         F.when(F.col("eta_seconds").isNotNull(), F.format_string("ETA %d s", "eta_seconds")),
+        F.when(
+            F.col("stalled"),
+            F.lit(f"no progress in {t.replica_stuck_minutes:g} min"),
+        ),
     )
     throttle_words = F.when(
         F.col("throttled"),
@@ -129,10 +138,20 @@ def partition_reassigning(frames: Frames, t: Thresholds) -> DataFrame:
             "left_bytes": F.col("left_bytes"),
             "copied_percent": F.col("copied_percent"),
             "eta_seconds": F.col("eta_seconds"),
+            "stalled": F.when(F.col("stalled"), F.lit("yes")).otherwise(F.lit("no")),
         },
-        remediation=F.lit(
-            "nothing to fix while it progresses: kafka-reassign-partitions --verify with its plan "
-            "reports it and removes its throttles once complete (--cancel stops it)"
+        remediation=F.when(
+            F.col("stalled"),
+            F.lit(
+                "it makes no progress: raise its throttle (kafka-reassign-partitions --execute --additional "
+                "--throttle <bytes/s> with its plan) or check the new replicas' brokers (ReplicaFetcherThread "
+                "errors, disk, network); --cancel stops it"
+            ),
+        ).otherwise(
+            F.lit(
+                "nothing to fix while it progresses: kafka-reassign-partitions --verify with its plan "
+                "reports it and removes its throttles once complete (--cancel stops it)"
+            )
         ),
     )
 
