@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 from kafka_health.collect import parse
@@ -74,3 +75,29 @@ def test_a_brokers_rates_with_kafkas_default_read_as_none() -> None:
     )
     assert (t.broker, t.leader_rate, t.follower_rate) == (2, 50000, None)
     assert parse.broker_throttle(0, {}).leader_rate is None
+
+
+def test_unread_rates_are_a_gap_only_while_a_throttle_is_in_play() -> None:
+    from kafka_health.collect.snapshot import throttle_in_play
+    from kafka_health.models.snapshot import ClusterSnapshot, TopicConfig
+
+    snap = ClusterSnapshot(cluster="c", taken_at=datetime(2026, 11, 28, tzinfo=UTC))
+    assert not throttle_in_play(snap)
+    snap.topic_configs = [TopicConfig(topic="t", follower_replication_throttled_replicas="0:2")]
+    assert throttle_in_play(snap)
+    snap.topic_configs = [TopicConfig(topic="t")]
+    snap.reassignments = [Reassignment(topic="t", partition=0, replicas=[0, 1, 2], adding=[2])]
+    assert throttle_in_play(snap)
+
+
+def test_a_refused_rate_read_names_describe_configs_on_cluster() -> None:
+    from kafka_health.collect.security_errors import authorization_denied
+
+    said = authorization_denied(
+        "broker_throttles:2", "CLUSTER_AUTHORIZATION_FAILED: Cluster authorization failed"
+    )
+    assert said is not None
+    assert (
+        "lacks DESCRIBE_CONFIGS on CLUSTER kafka-cluster" in said
+        and "--operation DescribeConfigs --cluster" in said
+    )
