@@ -32,6 +32,7 @@ from kafka_health.models.snapshot import (
     PartitionOffsets,
     Quorum,
     QuorumVoter,
+    ReplicaLag,
     TopicConfig,
 )
 
@@ -39,6 +40,7 @@ CLUSTER = "bench"
 DAY = datetime(2026, 3, 2, tzinfo=UTC)
 PARTITIONS_PER_TOPIC = 50
 TB = 1024**4
+GB = 1024**3
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,20 @@ def snapshot(shape: Shape, k: int | None = None) -> ClusterSnapshot:
         for b in range(shape.brokers)
         if not (dead_now and b == shape.dead)
     ]
+    # The replicas behind their live leader (the broker that keeps leaving ISRs), catching up.
+    replica_lags = [
+        ReplicaLag.model_construct(
+            topic=topic_names[i // PARTITIONS_PER_TOPIC],
+            partition=i % PARTITIONS_PER_TOPIC,
+            broker=b,
+            size_bytes=GB - 1_000_000 + (k % 100) * 1000,
+            leader_size_bytes=GB,
+        )
+        for i in range(n)
+        if leaders[i] >= 0 and len(isrs[i]) < len(reps[i])
+        for b in reps[i]
+        if b not in isrs[i] and not (dead_now and b == shape.dead)
+    ]
     configs = [
         TopicConfig.model_construct(
             topic=name,
@@ -273,6 +289,7 @@ def snapshot(shape: Shape, k: int | None = None) -> ClusterSnapshot:
         offsets=offsets,
         groups=groups,
         log_dirs=log_dirs,
+        replica_lags=replica_lags,
         missing=[],
     )
 
