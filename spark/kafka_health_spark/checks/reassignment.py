@@ -66,6 +66,33 @@ def _progress(frames: Frames, t: Thresholds) -> DataFrame:
     )
 
 
+def _progress_words(t: Thresholds) -> tuple[Column, Column]:
+    """A reassigning partition's progress ("… B left to copy (… % copied), ETA … s") and its
+    throttle ("; its new replicas are throttled at … B/s"), in words."""
+    progress = F.concat_ws(
+        ", ",
+        F.when(
+            F.col("left_bytes").isNotNull(),
+            F.format_string(
+                "%d B left to copy (%.1f %% copied)", "left_bytes", F.coalesce("copied_percent", F.lit(0.0))
+            ),
+        ),
+        F.when(F.col("eta_seconds").isNotNull(), F.format_string("ETA %d s", "eta_seconds")),
+        F.when(
+            F.col("stalled"),
+            F.lit(f"no progress in {t.replica_stuck_minutes:g} min"),
+        ),
+    )
+    throttle_words = F.when(
+        F.col("throttled"),
+        F.concat(
+            F.lit("; its new replicas are throttled"),
+            F.when(F.col("rate").isNotNull(), F.format_string(" at %d B/s", "rate")).otherwise(F.lit("")),
+        ),
+    ).otherwise(F.lit(""))
+    return progress, throttle_words
+
+
 def partition_reassigning(frames: Frames, t: Thresholds) -> DataFrame:
     """Each partition being reassigned, with how far its new replicas are: in sync, bytes left
     to copy, share copied, ETA, and the throttle they copy under."""
@@ -88,27 +115,7 @@ def partition_reassigning(frames: Frames, t: Thresholds) -> DataFrame:
             F.round(100 * (1 - F.col("left_bytes") / (F.col("_size") * F.col("_read"))), 1),
         ),
     )
-    progress = F.concat_ws(
-        ", ",
-        F.when(
-            F.col("left_bytes").isNotNull(),
-            F.format_string(
-                "%d B left to copy (%.1f %% copied)", "left_bytes", F.coalesce("copied_percent", F.lit(0.0))
-            ),
-        ),
-        F.when(F.col("eta_seconds").isNotNull(), F.format_string("ETA %d s", "eta_seconds")),
-        F.when(
-            F.col("stalled"),
-            F.lit(f"no progress in {t.replica_stuck_minutes:g} min"),
-        ),
-    )
-    throttle_words = F.when(
-        F.col("throttled"),
-        F.concat(
-            F.lit("; its new replicas are throttled"),
-            F.when(F.col("rate").isNotNull(), F.format_string(" at %d B/s", "rate")).otherwise(F.lit("")),
-        ),
-    ).otherwise(F.lit(""))
+    progress, throttle_words = _progress_words(t)
     return finding_rows(
         df,
         check="partition_reassigning",
