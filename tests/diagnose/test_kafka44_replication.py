@@ -193,6 +193,19 @@ def _ours_rates(snap: ClusterSnapshot, broker: int) -> dict[str, int]:
     return {k: v for k, v in pairs if v is not None}
 
 
+def _log_dir_sizes(tb: Testbed) -> dict[tuple[int, int], int]:
+    """`kafka-log-dirs --describe`: (partition, broker) → the size of each replica of MOVING."""
+    out = _tool_ok(tb, "kafka-log-dirs", ["--describe", "--broker-list", "0,1,2", "--topic-list", MOVING])
+    answer = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    return {
+        (int(p["partition"].rsplit("-", 1)[1]), b["broker"]): int(p["size"])
+        for b in answer["brokers"]
+        for d in b["logDirs"]
+        for p in d["partitions"]
+        if not p["isFuture"]
+    }
+
+
 def _left_to_copy(snap: ClusterSnapshot) -> int:
     return sum(r.lag_bytes for r in snap.replica_lags if r.topic == MOVING)
 
@@ -248,6 +261,17 @@ def test_a_throttled_reassignment_is_one_incident_and_its_throttle_left_behind_i
     for broker in range(3):
         assert _ours_rates(snap, broker) == _broker_rates(cluster, broker), broker
     assert _ours_rates(snap, 2)[RATES[1]] == 1000
+    # Each new replica's size and its leader's, as kafka-log-dirs reports them (the new replicas
+    # copy meanwhile: ours lies between the tool's reads before and after it).
+    before = _log_dir_sizes(cluster)
+    snap = snapshot_of(bootstrap)
+    after = _log_dir_sizes(cluster)
+    leaders = {p.partition: p.leader for p in snap.partitions if p.topic == MOVING}
+    for r in (r for r in snap.replica_lags if r.topic == MOVING):
+        leader = leaders[r.partition]
+        assert leader is not None
+        assert r.leader_size_bytes == before[(r.partition, leader)] == after[(r.partition, leader)]
+        assert before[(r.partition, 2)] <= r.size_bytes <= after[(r.partition, 2)], (r, before, after)
     assert {(r.partition, r.broker) for r in snap.replica_lags if r.topic == MOVING} == {
         (p, 2) for p in range(3)
     }
