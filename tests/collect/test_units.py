@@ -164,8 +164,8 @@ def test_log_dirs_sum_partitions_and_keep_errors() -> None:
     ]
     a, b = parse.log_dirs(3, results)
     assert (a.broker_id, a.used_bytes, a.total_bytes, a.usable_bytes, a.error) == (3, 47, 1000, 400, None)
-    assert a.replicas == {"t": [0, 1]}  # the future copy of t-0 (an intra-broker move) counts once
-    assert (b.used_bytes, b.total_bytes, b.error, b.replicas) == (None, None, "LogDirNotFoundError", {})
+    assert a.sizes == {"t": {0: 32, 1: 10}}  # the future copy of t-0 (an intra-broker move) counts once
+    assert (b.used_bytes, b.total_bytes, b.error, b.sizes) == (None, None, "LogDirNotFoundError", {})
 
 
 def test_topic_config_values_are_typed() -> None:

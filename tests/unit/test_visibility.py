@@ -108,8 +108,8 @@ def test_from_log_dirs_merges_dirs_and_leaves_out_future_replicas() -> None:
         },
     ]
     dirs = parse.log_dirs(0, answer)
-    assert [d.replicas for d in dirs] == [{"h": [0]}, {"h": [2]}, {}]
-    assert "replicas" not in dirs[0].model_dump()  # never serialized into snapshots
+    assert [d.sizes for d in dirs] == [{"h": {0: 5}}, {"h": {2: 0}}, {}]
+    assert "sizes" not in dirs[0].model_dump()  # never serialized into snapshots
     v = from_log_dirs(Partial(values={0: dirs}, errors={1: DENIED}), [])
     assert v.hidden == {"h": (0, 2)} and v.brokers_unread == (1,)
 

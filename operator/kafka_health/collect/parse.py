@@ -106,8 +106,8 @@ def log_dirs(broker_id: int, results: Sequence[Mapping[str, Any]]) -> list[LogDi
 
     `used_bytes` sums the partition sizes in the directory (future replicas included: they
     occupy the disk too); total/usable come from KIP-827 and are None when not reported;
-    `replicas` lists the current replicas (for the visibility check, `collect.visibility`), `sizes`
-    their sizes (for `collect.replica_lag`).
+    `sizes` gives the current replicas' sizes (for the visibility check, `collect.visibility`,
+    and the replicas' lag, `collect.replica_lag`).
     """
     dirs = []
     for result in results:
@@ -127,30 +127,16 @@ def log_dirs(broker_id: int, results: Sequence[Mapping[str, Any]]) -> list[LogDi
                 total_bytes=known(result.get("total_bytes")),
                 usable_bytes=known(result.get("usable_bytes")),
                 error=error,
-                replicas=_current_replicas(result) if error is None else {},
                 sizes=_current_sizes(result) if error is None else {},
             )
         )
     return dirs
 
 
-def _current_replicas(result: Mapping[str, Any]) -> dict[str, list[int]]:
-    """Topic -> partitions of one log directory's answer, future replicas left out: a replica
-    Kafka marks `is_future_key` is the copy an intra-broker move (`-future` dir) is writing
-    beside the current one, which is listed too; counting it would count a partition twice."""
-    out: dict[str, list[int]] = {}
-    for t in result.get("topics") or []:
-        ids = sorted(
-            int(p["partition_index"]) for p in t.get("partitions") or [] if not p.get("is_future_key", False)
-        )
-        if ids:
-            out[str(t.get("name", ""))] = ids
-    return out
-
-
 def _current_sizes(result: Mapping[str, Any]) -> dict[str, dict[int, int]]:
-    """Topic -> partition -> size of one log directory's current replicas (future ones left
-    out, as in `_current_replicas`)."""
+    """Topic -> partition -> size of one log directory's current replicas. A replica Kafka marks
+    `is_future_key` is the copy an intra-broker move (`-future` dir) is writing beside the
+    current one, which is listed too: counting it would count a partition twice."""
     out: dict[str, dict[int, int]] = {}
     for t in result.get("topics") or []:
         sizes = {

@@ -114,7 +114,7 @@ def collect_snapshot(
         _hidden(snap, visibility.recheck(visibility.from_log_dirs(raw_dirs, seen), admin))
         snap.replica_lags = replica_lag.replica_lags(snap.partitions, snap.reassignments, snap.log_dirs)
         for d in snap.log_dirs:  # compared: not kept (3 ints a partition at RF 3, in every snapshot held)
-            d.replicas, d.sizes = {}, {}
+            d.sizes = {}
     # A refused ACL says which operation on which resource (and the grant), not just the code.
     for m in snap.missing:
         denied = security_errors.authorization_denied(m.part, m.reason)

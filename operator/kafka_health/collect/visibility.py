@@ -154,8 +154,8 @@ def from_log_dirs(raw: Partial[int, list[LogDir]], visible_topics: Iterable[str]
     for broker, dirs in raw.values.items():
         merged: dict[str, list[int]] = replicas.setdefault(broker, {})
         for d in dirs:
-            for topic, ps in d.replicas.items():
-                merged.setdefault(topic, []).extend(ps)
+            for topic, sizes in d.sizes.items():
+                merged.setdefault(topic, []).extend(sorted(sizes))
     return compare(replicas, visible_topics, raw.errors)
 
 

@@ -182,8 +182,11 @@ def _number(value: object) -> int | None:
 def _reassignment_progress(moving: list[Finding]) -> tuple[str, Evidence]:
     """ "; 50 MB left to copy, ETA 500 s" from the members' progress evidence, and its figures
     (no ETA unless every partition still copying has one)."""
-    lefts = [n for f in moving if (n := _number(f.evidence.get("left_bytes"))) is not None]
-    etas = [_number(f.evidence.get("eta_seconds")) for f in moving if _number(f.evidence.get("left_bytes"))]
+    copying = [
+        (_number(f.evidence.get("left_bytes")), _number(f.evidence.get("eta_seconds"))) for f in moving
+    ]
+    lefts = [n for n, _ in copying if n is not None]
+    etas = [eta for n, eta in copying if n]  # of the partitions still copying
     rates = [n for f in moving if (n := _number(f.evidence.get("follower_throttle_rate"))) is not None]
     left = sum(lefts) if lefts else None
     eta = max(e for e in etas if e is not None) if etas and None not in etas else None

@@ -218,20 +218,12 @@ class LogDir(_Model):
         exclude=True,
         repr=False,
         description=(
-            "Topic -> partition -> size in bytes of the current replicas in this directory: what "
-            "`collect.replica_lag` compares with the leader's. Not serialized, and emptied by "
-            "`collect_snapshot` once compared (the result is `ClusterSnapshot.replica_lags`)."
-        ),
-    )
-    replicas: dict[str, list[int]] = Field(
-        default_factory=dict,
-        exclude=True,
-        repr=False,
-        description=(
-            "Topic -> partitions with a current replica in this directory (future replicas of an "
-            "intra-broker move left out), as DescribeLogDirs lists them whatever the principal's "
-            "topic ACLs: what `collect.visibility` compares with the metadata. Not serialized, and "
-            "emptied by `collect_snapshot` once compared (the result is `ClusterSnapshot.hidden`)."
+            "Topic -> partition -> size in bytes of the current replicas in this directory (future "
+            "replicas of an intra-broker move left out), as DescribeLogDirs lists them whatever the "
+            "principal's topic ACLs: what `collect.visibility` compares with the metadata and "
+            "`collect.replica_lag` with the leaders' sizes. Not serialized, and emptied by "
+            "`collect_snapshot` once compared (the results are `ClusterSnapshot.hidden` and "
+            "`ClusterSnapshot.replica_lags`)."
         ),
     )
 
