@@ -20,7 +20,16 @@ The bench fills a topic (RF 3, min ISR 2) with --data-mb of data and keeps a pro
    request (as a GitOps commit would) and times it from that apply to
    `status.rollingRestarts[id].state: Succeeded` (pickup = apply → the roll's startedAt). The post-roll election is off there too, so both rolls do the same work.
 
---mode both (the default) runs 2 and 3 in one run. Everything is printed side by side with
+--mode batches rolls the brokers one at a time, then `--max-concurrent` at a time by rack, each
+under its own load (a testbed with racks: `testbed up --k8s --controllers 3 --brokers 6
+--racks 3`), and prints both rolls' time, what producers felt and what was lost.
+
+--mode both (the default) runs 2 and 3 in one run. --mode latency runs instead what producers
+feel (`roll_load.py`): the same roll with drainLeadership off, then on, each under acks=all
+idempotent load on its own topic, first with the client's defaults, then with its retry backoff
+capped (retry.backoff.max.ms 100): per-send latency p50/p99/p99.9/max, failed, lost, duplicated.
+
+    .venv/bin/python bench/roll_bench.py --state-dir /tmp/tb-bench --mode latency --rate 500 Everything is printed side by side with
 the machine's load (`uptime`); "ratio" = roll / sum of individual restarts (1.0: no overhead).
 
     .venv/bin/python bench/roll_bench.py --state-dir /tmp/tb-bench --mode operator
@@ -250,7 +259,7 @@ class OperatorRun:
         out = _kubectl(self.kubeconfig, "get", "khp", "-n", POLICY_NS, name, "-o", "json")
         return dict(json.loads(out).get("status") or {})
 
-    def roll(self, bootstrap: str, request: str, pause: str) -> dict[str, float]:
+    def roll(self, bootstrap: str, request: str, pause: str, diagnosis_interval: str) -> dict[str, float]:
         """Apply a policy with a new roll request; seconds from the apply to Succeeded, and pickup."""
         body = {
             "apiVersion": "kafkahealth.io/v1alpha1",
@@ -268,6 +277,7 @@ class OperatorRun:
                     "rollingRestart": {
                         "requireMaintenanceWindow": False,
                         "pauseBetweenBrokers": pause,
+                        "diagnosisInterval": diagnosis_interval,
                         "postRollPreferredElection": False,
                         "neverSafePartitions": "Proceed",
                         "timeouts": {"podReady": "5m", "brokerRegistered": "5m", "urpZero": "10m"},
@@ -344,10 +354,11 @@ def main() -> None:
     ap.add_argument("--pause", default="0s", help="pauseBetweenBrokers for the roll (Go duration).")
     ap.add_argument(
         "--mode",
-        choices=("executor", "operator", "both"),
+        choices=("executor", "operator", "both", "latency", "batches"),
         default="both",
         help="Roll with the executor loop, through the operator, or both in one run.",
     )
+    ap.add_argument("--max-concurrent", type=int, default=2, help="--mode batches: the batch size beside 1.")
     args = ap.parse_args()
 
     testbed = Testbed(args.state_dir)
@@ -360,6 +371,12 @@ def main() -> None:
     bootstrap = state.bootstrap_servers
     k8s = K8s(load_config(str(standin.kubeconfig)))
     settle(testbed, standin)
+    if args.mode == "latency":
+        latency_bench(testbed, standin, k8s, bootstrap, args.rate, args.pause)
+        return
+    if args.mode == "batches":
+        batch_bench(testbed, standin, k8s, bootstrap, args.rate, args.pause, args.max_concurrent)
+        return
     print(
         f"cluster {bootstrap}: {len(state.brokers)} brokers; filling {TOPIC} with {args.data_mb} MiB …",
         flush=True,
@@ -425,19 +442,33 @@ def main() -> None:
                 in_roll = {b: _phases(phases.of(b)) for b in brokers}
                 order = [o.broker for o in report.outcomes]
             # 3. The roll through the operator.
+            # Twice: diagnosing every 10 s through the roll (as before diagnosisInterval), then
+            # with the default diagnosisInterval (2m: at most one full diagnosis during the roll).
+            through_all: dict[str, dict[str, float]] = {}
             through: dict[str, float] | None = None
             op_steps: list[tuple[float, int | None, str]] = []
             op_deleted: dict[int, datetime] = {}
             op_healthy: dict[int, datetime] = {}
             if args.mode in ("operator", "both"):
-                settle(testbed, standin)
-                with (
-                    tempfile.TemporaryDirectory(prefix="roll-bench-op-") as tmp,
-                    OperatorRun(standin.kubeconfig, Path(tmp)) as op,
-                ):
-                    print("  operator ready; requesting the roll …", flush=True)
-                    through = op.roll(bootstrap, f"bench-{int(time.time())}", args.pause)
-                    op_steps, op_deleted, op_healthy = op.steps, op.deleted, op.healthy
+                for every in ("10s", "2m"):
+                    settle(testbed, standin)
+                    with (
+                        tempfile.TemporaryDirectory(prefix="roll-bench-op-") as tmp,
+                        OperatorRun(standin.kubeconfig, Path(tmp)) as op,
+                    ):
+                        print(
+                            f"  operator ready; requesting the roll (diagnosisInterval {every}) …", flush=True
+                        )
+                        through = op.roll(bootstrap, f"bench-{int(time.time())}", args.pause, every)
+                        op_steps, op_deleted, op_healthy = op.steps, op.deleted, op.healthy
+                        through_all[every] = {
+                            **through,
+                            "restarts": sum(
+                                (op_healthy[b] - op_deleted[b]).total_seconds()
+                                for b in op_deleted
+                                if b in op_healthy
+                            ),
+                        }
     finally:
         load.stop.set()
         load.join(90)
@@ -472,7 +503,15 @@ def main() -> None:
             f"{'roll, executor loop (start → last URP 0):':<58}{t_roll:8.1f}s  ratio {t_roll / total_alone:.2f}"
         )
         print(f"  post-roll preferred election, timed apart: {t_elect:.1f}s ({election_summary})")
+    for every, run in through_all.items():
+        pauses = parse_duration(args.pause).total_seconds() * (len(brokers) - 1)
+        print(
+            f"{f'roll through the operator, diagnosisInterval {every}:':<58}{run['total']:8.1f}s  "
+            f"ratio to the restarts alone + pauses {run['total'] / (total_alone + pauses):.2f}; "
+            f"its own restarts {run['restarts']:.1f}s"
+        )
     if through is not None:
+        print("  the last of them in detail:")
         print(
             f"{'roll, through the operator (apply → Succeeded):':<58}{through['total']:8.1f}s  "
             f"ratio {through['total'] / total_alone:.2f}"
@@ -491,6 +530,119 @@ def main() -> None:
         print("  steps seen in status (s after the apply: broker step):")
         print("    " + "; ".join(f"{t:.1f}: {b if b is not None else '-'} {step}" for t, b, step in op_steps))
     print(f"producer during the bench: {load.acked} acked, {load.failed} failed")
+
+
+def rolls_under_load(
+    testbed: Testbed,
+    standin: StandIn,
+    k8s: K8s,
+    bootstrap: str,
+    rate: int,
+    pause: str,
+    runs: list[tuple[str, dict[str, Any], dict[str, str] | None]],
+) -> list[Any]:
+    """Each run (label, run_roll's extra arguments, producer settings): the whole roll of the
+    brokers under its own load on its own topic (`roll_load.felt_during`); what each felt."""
+    import roll_load
+
+    rows: list[roll_load.Felt] = []
+    stamp = int(time.time())
+    with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
+        for label, options, extra in runs:
+            settle(testbed, standin)
+            outcome: list[Any] = []
+
+            def roll(options: dict[str, Any] = options, outcome: list[Any] = outcome) -> None:
+                outcome.append(
+                    run_roll(
+                        f"bench-{stamp}-{len(rows)}",
+                        None,
+                        k8s=k8s,
+                        admin=admin,
+                        pods_spec=PODS,
+                        namespace=NAMESPACE,
+                        timeouts=TIMEOUTS,
+                        pause=parse_duration(pause),
+                        **options,
+                    )
+                )
+
+            felt = roll_load.felt_during(
+                bootstrap, f"roll-bench-{stamp}-{len(rows)}", rate, label, roll, extra
+            )
+            if not outcome or not outcome[0].ok:
+                raise SystemExit(
+                    f"{label}: the roll did not succeed: {outcome[0].result.message if outcome else '-'}"
+                )
+            rows.append(felt)
+            print(
+                f"  {label}: {felt.roll_seconds:.1f}s, max {max(felt.latencies, default=0) * 1000:.0f} ms",
+                flush=True,
+            )
+    return rows
+
+
+def _table(title: str, rows: list[Any]) -> None:
+    import roll_load
+
+    print()
+    print(title)
+    print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    print(roll_load.HEADER)
+    for felt in rows:
+        print(felt.row())
+
+
+def latency_bench(
+    testbed: Testbed, standin: StandIn, k8s: K8s, bootstrap: str, rate: int, pause: str
+) -> None:
+    """The same roll, drainLeadership off then on, each under its own load, with the client's
+    defaults and then with its retry backoff capped at 100 ms: what producers felt."""
+    import roll_load
+
+    tuned = {"retry.backoff.ms": "20", "retry.backoff.max.ms": "100"}
+    runs = [
+        (
+            f"drain {'on ' if drain else 'off'}, client {'retry.backoff.max.ms 100' if extra else 'defaults'}",
+            {"post_roll_election": True, "drain_leadership": drain},
+            extra,
+        )
+        for extra in (None, tuned)
+        for drain in (False, True)
+    ]
+    rows = rolls_under_load(testbed, standin, k8s, bootstrap, rate, pause, runs)
+    _table(
+        f"What producers feel during a roll — {len(testbed.require().brokers)} brokers, one roll each way, "
+        f"{rate} msg/s of 1 KiB, acks=all, idempotent, linger.ms 5, {roll_load.PARTITIONS} partitions "
+        f"RF3/minISR2, pause {pause}, post-roll election on",
+        rows,
+    )
+    print(
+        "(latency of each send made during the roll, produce() → delivery report, as librdkafka measures it)"
+    )
+
+
+def batch_bench(
+    testbed: Testbed, standin: StandIn, k8s: K8s, bootstrap: str, rate: int, pause: str, batch: int
+) -> None:
+    """The same brokers rolled one at a time, then in batches by rack, each under its own load."""
+    runs = [
+        (
+            "one broker at a time" if size == 1 else f"maxConcurrent {size}, batchBy Rack",
+            {"post_roll_election": False, "max_concurrent": size, "batch_by": "Rack"},
+            None,
+        )
+        for size in (1, batch)
+    ]
+    rows = rolls_under_load(testbed, standin, k8s, bootstrap, rate, pause, runs)
+    state = testbed.require()
+    racks = len({b.rack for b in state.brokers})
+    _table(
+        f"Batched rolls — {len(state.brokers)} brokers in {racks} rack(s), {len(state.controllers)} dedicated "
+        f"controllers (not rolled), {rate} msg/s of 1 KiB, acks=all, idempotent, pause {pause}, no election",
+        rows,
+    )
+    print(f"ratio batched / one at a time: {rows[1].roll_seconds / rows[0].roll_seconds:.2f}")
 
 
 def _phases(marks: dict[str, float]) -> dict[str, float]:

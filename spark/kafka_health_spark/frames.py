@@ -193,6 +193,7 @@ class Frames:
     open_transactions: DataFrame  # transactions open longer than the timeout (when read)
     replica_lags: DataFrame  # each replica behind its leader, and by how many bytes
     broker_throttles: DataFrame  # the brokers with a replication throttle rate set
+    reconciling_members: DataFrame  # group members whose assignment differs from their target
     # History windows, each ending with the current snapshot as its newest sample.
     # partition_transitions: each partition_state record of the window beside the record before
     # it (see `transitions_of`); a partition's first record, with nothing before it, is left out.
@@ -480,6 +481,7 @@ def build_frames(
         open_transactions=snap["open_transactions"],
         replica_lags=snap["replica_lags"],
         broker_throttles=snap["broker_throttles"],
+        reconciling_members=snap["reconciling_members"],
         partition_transitions=partition_transitions,
         broker_samples=window("broker_samples"),
         group_samples=window("group_samples"),

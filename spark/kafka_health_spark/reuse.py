@@ -108,6 +108,7 @@ SNAPSHOT_INPUTS = (
     "open_transactions",
     "replica_lags",
     "broker_throttles",
+    "reconciling_members",
 )
 INPUTS = (*SNAPSHOT_INPUTS, "partition_transitions", *SAMPLE_WINDOWS)
 INPUT_SCHEMAS: dict[str, T.StructType] = {
@@ -355,6 +356,7 @@ class ReusedPlans:
             open_transactions=slot["open_transactions"],
             replica_lags=slot["replica_lags"],
             broker_throttles=slot["broker_throttles"],
+            reconciling_members=slot["reconciling_members"],
             partition_transitions=slot["partition_transitions"],
             broker_samples=slot["broker_samples"],
             group_samples=slot["group_samples"],

@@ -120,6 +120,21 @@ REPLICA_LAGS = pa.schema(
 )
 # The brokers with a replication throttle rate set (bytes/s; null: not set).
 BROKER_THROTTLES = pa.schema([("broker", I32), ("leader_rate", I64), ("follower_rate", I64)])
+# The consumer-protocol group members whose assignment differs from their target (KIP-848), one
+# row each (a few rows: only the members reconciling), with the partitions "topic-partition" they
+# still own but must revoke and those they are still to gain, and since when (null: not recorded
+# in a history, so not known).
+RECONCILING_MEMBERS = pa.schema(
+    [
+        ("group_id", STR),
+        ("member_id", STR),
+        ("client_id", STR),
+        ("host", STR),
+        ("to_revoke", pa.list_(STR)),
+        ("to_gain", pa.list_(STR)),
+        ("mismatch_since", TS),
+    ]
+)
 
 SCHEMAS: dict[str, pa.Schema] = {
     "brokers": BROKERS,
@@ -137,6 +152,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "open_transactions": OPEN_TRANSACTIONS,
     "replica_lags": REPLICA_LAGS,
     "broker_throttles": BROKER_THROTTLES,
+    "reconciling_members": RECONCILING_MEMBERS,
 }
 
 
@@ -286,6 +302,25 @@ def _open_transactions(s: ClusterSnapshot) -> pa.Table:
     return _fields(OPEN_TRANSACTIONS, s.open_transactions)
 
 
+def _reconciling_members(s: ClusterSnapshot) -> pa.Table:
+    def names(keys: set[tuple[str, int]]) -> list[str]:
+        return [f"{t}-{p}" for t, p in sorted(keys)]
+
+    rows = [(g.group_id, m) for g in s.groups for m in g.member_details if m.reconciling]
+    return _table(
+        RECONCILING_MEMBERS,
+        {
+            "group_id": [g for g, _ in rows],
+            "member_id": [m.member_id for _, m in rows],
+            "client_id": [m.client_id for _, m in rows],
+            "host": [m.host for _, m in rows],
+            "to_revoke": [names(set(m.assignment) - set(m.target or [])) for _, m in rows],
+            "to_gain": [names(set(m.target or []) - set(m.assignment)) for _, m in rows],
+            "mismatch_since": [m.mismatch_since for _, m in rows],
+        },
+    )
+
+
 # One builder per table, in the order the tables have always had.
 _BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
     "brokers": _brokers,
@@ -303,4 +338,5 @@ _BUILDERS: dict[str, Callable[[ClusterSnapshot], pa.Table]] = {
     "open_transactions": _open_transactions,
     "replica_lags": lambda s: _fields(REPLICA_LAGS, s.replica_lags),
     "broker_throttles": lambda s: _fields(BROKER_THROTTLES, s.broker_throttles),
+    "reconciling_members": _reconciling_members,
 }

@@ -90,6 +90,12 @@ class Thresholds(BaseModel):
     rebalance_storm_fraction: float = Field(
         0.25, ge=0, le=1, description="...and at least this share of the group's samples in the window."
     )
+    reconciliation_stuck_minutes: float = Field(
+        5,
+        gt=0,
+        description="A consumer-protocol group member (KIP-848) whose assignment has differed from its "
+        "target for at least this many minutes is stuck reconciling.",
+    )
 
     # -- disk
     disk_warn_percent: float = Field(80, ge=0, le=100)

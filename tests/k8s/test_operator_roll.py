@@ -36,7 +36,7 @@ from tests.k8s.operator_process import (
     kubectl,
     wait_status,
 )
-from tests.k8s.test_operator_e2e import events_of, policy
+from tests.k8s.test_operator_e2e import INTERVAL_S, events_of, policy
 from tests.k8s.test_rolling_restart import ConsumerThread, Load, ProducerThread, read_all
 
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka]
@@ -107,7 +107,14 @@ def roll_policy(ns: str, bootstrap: str, **rolling: Any) -> dict[str, Any]:
         remediation={
             "mode": "Enforce",
             "preferredLeaderElection": {"enabled": False},
-            "rollingRestart": {"requireMaintenanceWindow": False, "requests": [{"id": "r1"}], **rolling},
+            # These tests read the diagnosis during the roll (planned restarts, conditions):
+            # it runs every interval, not every diagnosisInterval (2m by default).
+            "rollingRestart": {
+                "requireMaintenanceWindow": False,
+                "requests": [{"id": "r1"}],
+                "diagnosisInterval": f"{INTERVAL_S}s",
+                **rolling,
+            },
         },
     )
     body["spec"]["cluster"]["brokerPods"] = {"namespace": "kafka", "statefulSet": "kafka"}

@@ -199,7 +199,7 @@ def test_a_halt_with_a_broker_in_flight_names_it_and_the_advice_never_restarts_i
             pause=timedelta(seconds=3),
             post_roll_election=False,
             persist=lambda c: steps.append((c.current_broker, c.step)),
-            begun=result.restart_begun,
+            begun=[result.restart_begun] if result.restart_begun else [],
         )
     assert resumed.ok, resumed.result.message
     assert "healthy again, its restart by an earlier roll confirmed" in resumed.outcomes[0].message

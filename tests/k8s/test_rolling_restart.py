@@ -94,6 +94,38 @@ def create_topic(bootstrap: str, name: str, partitions: int = 6) -> None:
     faults.create_topic(bootstrap, name, partitions, config={"min.insync.replicas": "2"})
 
 
+def orders(admin: KafkaAdmin, topic: str) -> dict[int, list[int]]:
+    """Each partition's replica order, as the metadata gives it."""
+    snap = collect_snapshot(admin, "kafka", _utc, safety_only=True)
+    return {p.partition: list(p.replicas) for p in snap.partitions if p.topic == topic}
+
+
+def leaders(admin: KafkaAdmin, topic: str) -> dict[int, int | None]:
+    snap = collect_snapshot(admin, "kafka", _utc, safety_only=True)
+    return {p.partition: p.leader for p in snap.partitions if p.topic == topic}
+
+
+def restart_on_testbed(
+    step: Any, k8s: K8s, admin: KafkaAdmin, *, current: CurrentRemediation | None, **kw: Any
+) -> Any:
+    """`restart_broker` with the testbed's pods and the tests' timeouts (the rest as given)."""
+    return restart_broker(
+        step,
+        k8s=k8s,
+        admin=admin,
+        pods_spec=PODS,
+        namespace=NAMESPACE,
+        timeouts=TIMEOUTS,
+        current=current,
+        **kw,
+    )
+
+
+def as_read_back(saved: CurrentRemediation) -> CurrentRemediation:
+    """status.currentRemediation as a new operator reads it (round-trip through JSON)."""
+    return CurrentRemediation.model_validate(saved.model_dump(mode="json", by_alias=True))
+
+
 # ---------------------------------------------------------------------------------- samplers
 @dataclass
 class Samples:
@@ -268,6 +300,7 @@ def test_full_roll_under_load_loses_nothing_and_restarts_each_broker_once(
     create_topic(bootstrap, topic, partitions)
     before = pids(kafka)
     uids_before = pod_uids(core)
+    orders_before = orders(admin, topic)
     load = Load()
     producer = ProducerThread(bootstrap, topic, load)
     consumer = ConsumerThread(bootstrap, topic, partitions, load)
@@ -287,6 +320,7 @@ def test_full_roll_under_load_loses_nothing_and_restarts_each_broker_once(
             pause=timedelta(seconds=2),
             post_roll_election=True,
             persist=persisted.append,
+            drain_leadership=True,
         )
         acked_at_roll_end = len(load.acked)
         time.sleep(2)
@@ -310,11 +344,17 @@ def test_full_roll_under_load_loses_nothing_and_restarts_each_broker_once(
         steps = [c.step for c in persisted if c.current_broker == o.broker]
         assert steps == [
             "CheckingSafety",
+            "DrainingLeadership",
             "DeletingPod",
             "WaitingPodReady",
             "WaitingBrokerRegistered",
             "WaitingUrpZero",
+            "RestoringLeadership",
         ]
+        # Its leaderships moved off it before its pod was deleted, and came back after.
+        assert o.drain is not None and o.drain.elected >= 1 and o.drain.left == [], o.drain
+        assert o.restore is not None and o.restore.left == [] and o.restore.problem is None, o.restore
+    assert orders(admin, topic) == orders_before, "every replica order restored"
     # Zero acknowledged messages lost, zero duplicates (live consumer and the whole log).
     assert acked_at_roll_end > 1000
     assert load.acked <= set(load.consumed)
@@ -392,11 +432,19 @@ class _Crash(Exception):
 
 @pytest.mark.parametrize("crash", ["after_delete", "before_delete"])
 def test_resume_after_a_crash_in_deleting_pod_restarts_the_broker_exactly_once(
-    healthy_pods: StandIn, kafka: Testbed, bootstrap: str, k8s: K8s, admin: KafkaAdmin, crash: str
+    healthy_pods: StandIn,
+    kafka: Testbed,
+    bootstrap: str,
+    k8s: K8s,
+    admin: KafkaAdmin,
+    crash: str,
+    unique_name: str,
 ) -> None:
     """The operator dies in DeletingPod: after the delete went out (resume must not delete the
     new pod), or after DeletingPod was persisted but before the delete (resume deletes once)."""
     core: Any = client.CoreV1Api(k8s.api_client)
+    create_topic(bootstrap, unique_name)  # every broker preferred for 2 of its partitions
+    orders_before = orders(admin, unique_name)
     snapshot = collect_snapshot(admin, "kafka", _utc)
     step = next_step(snapshot, "roll-resume", [0, 1, 2], [])
     assert step is not None and step.safety.safe
@@ -413,16 +461,14 @@ def test_resume_after_a_crash_in_deleting_pod_restarts_the_broker_exactly_once(
 
     with Sampler(kafka, core, bootstrap) as samples:
         with pytest.raises(_Crash):
-            restart_broker(
+            restart_on_testbed(
                 step,
-                k8s=k8s,
-                admin=admin,
-                pods_spec=PODS,
-                namespace=NAMESPACE,
-                timeouts=TIMEOUTS,
+                k8s,
+                admin,
                 current=None,
                 persist=persist_then_crash,
                 plan_id="p-resume",
+                drain_leadership=True,
             )
         saved = persisted[-1]
         assert saved.step == "DeletingPod" and saved.current_broker == broker
@@ -431,17 +477,15 @@ def test_resume_after_a_crash_in_deleting_pod_restarts_the_broker_exactly_once(
             assert pod_uids(core)[f"kafka-{broker}"] == uids_before[f"kafka-{broker}"]
             assert pids(kafka)[broker] == before[broker]
         # A new operator: reads status.currentRemediation (round-trip through JSON) and resumes.
-        restored = CurrentRemediation.model_validate(saved.model_dump(mode="json", by_alias=True))
+        restored = as_read_back(saved)
         resumed: list[CurrentRemediation] = []
-        out = restart_broker(
+        out = restart_on_testbed(
             None,
-            k8s=k8s,
-            admin=admin,
-            pods_spec=PODS,
-            namespace=NAMESPACE,
-            timeouts=TIMEOUTS,
+            k8s,
+            admin,
             current=restored,
             persist=resumed.append,
+            drain_leadership=True,
         )
         time.sleep(2)
     after, uids_after = pids(kafka), pod_uids(core)
@@ -453,8 +497,12 @@ def test_resume_after_a_crash_in_deleting_pod_restarts_the_broker_exactly_once(
         "WaitingPodReady",
         "WaitingBrokerRegistered",
         "WaitingUrpZero",
+        "RestoringLeadership",  # the orders its drain changed, kept in status, given back
         "WaitingForSafety",  # between brokers (two are left); Done only after the last
     ]
+    assert saved.drained, "the original orders were persisted before the delete"
+    assert out.current.drained is None
+    assert orders(admin, unique_name) == orders_before
     assert out.current.brokers_done == [broker] and out.current.current_broker is None
     assert out.current.last_broker_finished_at is not None
     # That broker restarted exactly once; the others not at all.
@@ -464,6 +512,78 @@ def test_resume_after_a_crash_in_deleting_pod_restarts_the_broker_exactly_once(
         if bid != broker:
             assert after[bid] == before[bid]
             assert uids_after[f"kafka-{bid}"] == uids_before[f"kafka-{bid}"]
+
+
+def test_an_operator_killed_mid_drain_restores_the_orders_when_it_resumes(
+    healthy_pods: StandIn,
+    kafka: Testbed,
+    bootstrap: str,
+    k8s: K8s,
+    admin: KafkaAdmin,
+    unique_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Killed after the reorder went out and before the election: the live orders are the
+    demoted ones, the originals only in status. The resumed roll drains from those, restarts
+    the broker once, and puts every original order back."""
+    create_topic(bootstrap, unique_name)
+    orders_before = orders(admin, unique_name)
+    snapshot = collect_snapshot(admin, "kafka", _utc)
+    step = next_step(snapshot, "roll-mid-drain", [0, 1, 2], [])
+    assert step is not None and step.safety.safe
+    broker = step.next_broker
+    before = pids(kafka)
+
+    def killed(_partitions: object) -> object:
+        raise _Crash  # the reorder was applied; the election never sent
+
+    persisted: list[CurrentRemediation] = []
+    with monkeypatch.context() as m:
+        m.setattr(admin, "elect_preferred", killed)
+        with pytest.raises(_Crash):
+            restart_on_testbed(
+                step,
+                k8s,
+                admin,
+                current=None,
+                persist=persisted.append,
+                plan_id="p-mid-drain",
+                drain_leadership=True,
+            )
+    saved = persisted[-1]
+    assert saved.step == "DrainingLeadership" and saved.pod_uid
+    kept = {(d.topic, d.partition): d.replicas for d in saved.drained or []}
+    mine = {p: o for p, o in orders_before.items() if o[0] == broker}
+    assert mine and all(kept[(unique_name, p)] == o for p, o in mine.items())
+    # A reassignment is accepted by the controller and reaches the brokers' metadata a moment
+    # later: the reorder went out when every broker's view shows it, not at the call's return.
+    wait_for(
+        lambda: all(orders(admin, unique_name)[p][-1] == broker for p in mine),
+        timeout=30,
+        what="the reorder that went out before the kill",
+    )
+    assert pids(kafka)[broker] == before[broker], "nothing restarted yet"
+    restored_state = as_read_back(saved)
+    resumed: list[CurrentRemediation] = []
+    out = restart_on_testbed(
+        None,
+        k8s,
+        admin,
+        current=restored_state,
+        persist=resumed.append,
+        drain_leadership=True,
+    )
+    assert out.result == "done", out.message
+    assert out.deleted_pod and pids(kafka)[broker] != before[broker]
+    assert [c.step for c in resumed][:2] == ["DrainingLeadership", "DeletingPod"]
+    assert out.drain is not None and out.drain.left == [] and out.drain.reordered == 0  # already demoted
+    assert orders(admin, unique_name) == orders_before
+    wait_for(
+        # Its preferred leaderships back (others' leaders depend on earlier tests' restarts).
+        lambda: all(leaders(admin, unique_name)[p] == broker for p in mine),
+        timeout=60,
+        what="its preferred leaderships back",
+    )
 
 
 # ---------------------------------------------------------------------------------- (d)
@@ -482,13 +602,10 @@ def test_unsafe_when_another_broker_is_down_and_nothing_is_deleted(
     )
     before, uids_before = pids(kafka), pod_uids(core)
     persisted: list[CurrentRemediation] = []
-    out = restart_broker(
+    out = restart_on_testbed(
         step,
-        k8s=k8s,
-        admin=admin,
-        pods_spec=PODS,
-        namespace=NAMESPACE,
-        timeouts=TIMEOUTS,
+        k8s,
+        admin,
         current=None,
         persist=persisted.append,
         plan_id="p-unsafe",

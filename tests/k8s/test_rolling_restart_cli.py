@@ -107,6 +107,40 @@ def test_dry_run_blocks_while_a_broker_is_down(
     assert "BLOCKED" in result.output and "one_at_a_time" in result.output
 
 
+def test_dry_run_blocks_while_a_broker_is_fenced_with_its_process_running(
+    healthy_pods: StandIn,
+    kafka: Testbed,
+    bootstrap: str,
+    k8s_api: client.ApiClient,
+    k8s_control_plane: ControlPlane,
+) -> None:
+    """Rule `recovering` (Strimzi's): a broker registered but fenced while its pod's container runs
+    -- here paused (SIGSTOP), which Kafka cannot tell from one recovering its logs -- blocks
+    every other restart, beside `one_at_a_time` (its pod is not Ready)."""
+    kafka.pause(2)
+    try:
+        wait_for(lambda: 2 not in faults.registered_brokers(bootstrap), timeout=60, what="broker 2 fenced")
+        result = CliRunner().invoke(
+            app,
+            [
+                *base_args(bootstrap, k8s_control_plane),
+                "--selector",
+                "app.kubernetes.io/name=kafka",
+                "--output",
+                "json",
+            ],
+        )
+        assert result.exit_code == 1, result.output
+        rows = {r["node"]: r for r in json.loads(result.output)["nodes"]}
+        for node in (0, 1):
+            rules = {b["rule"] for b in rows[node]["blockers"]}
+            assert {"recovering", "one_at_a_time"} <= rules, rows[node]
+            (why,) = [b["message"] for b in rows[node]["blockers"] if b["rule"] == "recovering"]
+            assert "broker 2 fenced while its process runs" in why, why
+    finally:
+        kafka.resume(2)
+
+
 def test_execute_restarts_the_chosen_broker_once(
     healthy_pods: StandIn,
     kafka: Testbed,

@@ -141,7 +141,9 @@ def _assert_windows_equal(
     return len(stored)
 
 
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# One random cluster per run (~150 s under CI's load): every run, every fresh clone, draws a new
+# seed, and a failing one is printed by hypothesis to replay.
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_windows_kept_in_memory_equal_windows_read_from_parquet(
     spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, seed: int

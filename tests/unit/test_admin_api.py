@@ -35,6 +35,7 @@ EXPECTED_CALLS = {
     "open_transactions",
     "abort_transaction",
     "broker_throttles",
+    "reorder_replicas",
 }
 
 

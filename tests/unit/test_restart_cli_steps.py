@@ -56,7 +56,7 @@ def test_the_options_become_the_pod_specs_durations_and_the_begun_broker() -> No
     assert opts.controller_spec is not None and opts.controller_spec.stateful_set == "kafka-controller"
     assert opts.controller_spec.broker_id.source is BrokerIdSource.LABEL
     assert opts.pause == timedelta(seconds=30)
-    assert opts.begun is not None and (opts.begun.broker, opts.begun.pod_uid) == (2, "0f3c-uid")
+    assert [(b.broker, b.pod_uid) for b in opts.begun] == [(2, "0f3c-uid")]
     assert opts.refuse is False
 
 
@@ -104,6 +104,8 @@ def test_the_dry_run_json_names_the_plan_and_exits_by_the_first_node(
         "nodes",
         "afterEach",
         "electAfter",
+        "drainLeadership",
+        "batches",
         "neverSafe",
     ]
     assert doc["order"] == [1, 2] and doc["mode"] == "dryRun" and doc["quorumLeader"] == 3

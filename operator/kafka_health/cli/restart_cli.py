@@ -45,6 +45,8 @@ from kafka_health.cli.kafka_options import Bootstrap
 from kafka_health.cli.restart_honest import NeverSafe
 from kafka_health.cli.restart_options import (
     AfterEach,
+    BatchByOpt,
+    BatchByOption,
     BrokerIdLabel,
     BrokerRegistered,
     Brokers,
@@ -52,10 +54,12 @@ from kafka_health.cli.restart_options import (
     ControllerOrdinalOffset,
     ControllerSelector,
     ControllerStatefulSet,
+    DrainLeadership,
     Elect,
     Execute,
     Kubeconfig,
     LockNamespace,
+    MaxConcurrent,
     Namespace,
     NeverSafeOpt,
     OrdinalOffset,
@@ -100,6 +104,9 @@ def restart(
     output: OutputOpt = Output.table,
     never_safe: NeverSafeOpt = NeverSafe.refuse,
     restart_begun: RestartBegunOpt = None,
+    max_concurrent: MaxConcurrent = 1,
+    batch_by: BatchByOption = BatchByOpt.rack,
+    drain_leadership: DrainLeadership = False,
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
 ) -> None:
@@ -134,6 +141,9 @@ def restart(
         output=output,
         never_safe=never_safe,
         restart_begun=restart_begun,
+        max_concurrent=max_concurrent,
+        batch_by=batch_by,
+        drain_leadership=drain_leadership,
     )
     raise _restart(check(args))
 

@@ -37,7 +37,7 @@ NEVER_SAFE_HELP = (
     "neverSafePartitions: Refuse) or proceed anyway, naming them."
 )
 RESTART_BEGUN_HELP = (
-    "BROKER=POD_UID, printed by a halted roll: that broker's restart began (its pod POD_UID was deleted) "
+    "BROKER=POD_UID (comma-separated for the members of a halted batch), printed by a halted roll: that broker's restart began (its pod POD_UID was deleted) "
     "and was not confirmed healthy. While its pod is no longer POD_UID, the roll only checks its health "
     "(pod Ready, registered, 0 under-replicated partitions) instead of restarting it again."
 )
@@ -45,16 +45,23 @@ RESTART_BEGUN_HELP = (
 _BEGUN = re.compile(r"^\s*(\d+)\s*=\s*([0-9A-Za-z-]+)\s*$")
 
 
-def parse_begun(text: str | None) -> RestartBegun | None:
-    """`--restart-begun BROKER=POD_UID`; ValueError naming the option and the form."""
+def parse_begun(text: str | None) -> list[RestartBegun]:
+    """`--restart-begun BROKER=POD_UID[,BROKER=POD_UID…]` (a halted batch names each member);
+    ValueError naming the option and the form."""
     if not text:
-        return None
-    match = _BEGUN.match(text)
-    if match is None:
-        raise ValueError(
-            f"--restart-begun {text!r}: use BROKER=POD_UID, e.g. 2=0f3c…, as a halted roll prints it"
-        )
-    return RestartBegun(broker=int(match.group(1)), pod_uid=match.group(2))
+        return []
+    out: list[RestartBegun] = []
+    for item in text.split(","):
+        match = _BEGUN.match(item)
+        if match is None:
+            raise ValueError(
+                f"--restart-begun {text!r}: use BROKER=POD_UID (comma-separated for several), e.g. 2=0f3c…, "
+                "as a halted roll prints it"
+            )
+        out.append(RestartBegun(broker=int(match.group(1)), pod_uid=match.group(2)))
+    if len({b.broker for b in out}) != len(out):
+        raise ValueError(f"--restart-begun {text!r}: name each broker once")
+    return out
 
 
 def never_safe_gate(snapshot: ClusterSnapshot, brokers: list[int], choice: NeverSafe) -> NeverSafeVerdict:
@@ -73,10 +80,11 @@ def never_safe_gate(snapshot: ClusterSnapshot, brokers: list[int], choice: Never
 def halt_lines(result: RollingRestartResult, planned: list[int]) -> str:
     """After a halted roll: what was restarted, the broker in flight named as "restart begun, not
     confirmed healthy", and the command line that finishes without restarting it twice."""
-    begun = result.restart_begun
+    begun = [result.restart_begun, *(result.batch_begun or [])] if result.restart_begun else []
 
     def again(ids: list[int]) -> str:
-        extra = f" --restart-begun {begun.broker}={begun.pod_uid}" if begun is not None else ""
+        listed = ",".join(f"{b.broker}={b.pod_uid}" for b in begun)
+        extra = f" --restart-begun {listed}" if begun else ""
         return f"run kafka-health restart again with --brokers {','.join(map(str, ids))}{extra}"
 
     return halt_advice(planned, list(result.brokers_done or []), begun, new_request=again)

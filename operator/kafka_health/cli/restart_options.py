@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -33,6 +33,11 @@ FAILED = 3
 class Output(StrEnum):
     table = "table"
     json = "json"
+
+
+class BatchByOpt(StrEnum):
+    rack = "rack"
+    none = "none"
 
 
 def fail(message: str) -> typer.Exit:
@@ -111,6 +116,32 @@ OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="Dry run plan 
 NeverSafeOpt = Annotated[
     restart_honest.NeverSafe, typer.Option("--never-safe", help=restart_honest.NEVER_SAFE_HELP)
 ]
+MaxConcurrent = Annotated[
+    int,
+    typer.Option(
+        "--max-concurrent",
+        min=1,
+        help="Brokers restarted together (rollingRestart.maxConcurrent): >1 restarts batches in which no "
+        "partition loses more in-sync replicas than min.insync.replicas allows (controllers and KRaft "
+        "voters still one at a time). Default 1: one broker at a time.",
+    ),
+]
+BatchByOption = Annotated[
+    BatchByOpt,
+    typer.Option(
+        "--batch-by",
+        help="With --max-concurrent > 1: rack batches the brokers of one rack (broker.rack); none batches "
+        "any brokers the rule allows, in roll order.",
+    ),
+]
+DrainLeadership = Annotated[
+    bool,
+    typer.Option(
+        "--drain-leadership/--no-drain-leadership",
+        help="Move each broker's leaderships to in-sync replicas before its restart and back after "
+        "(needs ALTER on CLUSTER; off by default: see docs/remediation-rolling-restart.md).",
+    ),
+]
 RestartBegunOpt = Annotated[
     str | None, typer.Option("--restart-begun", help=restart_honest.RESTART_BEGUN_HELP)
 ]
@@ -155,6 +186,9 @@ class RestartArgs:
     output: Output
     never_safe: restart_honest.NeverSafe
     restart_begun: str | None
+    max_concurrent: int = 1
+    batch_by: BatchByOpt = BatchByOpt.rack
+    drain_leadership: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,11 +201,15 @@ class RestartOptions:
     controller_spec: BrokerPods | None
     timeouts: RestartTimeouts
     pause: timedelta
-    begun: RestartBegun | None
+    begun: list[RestartBegun]
 
     @property
     def refuse(self) -> bool:
         return self.args.never_safe is restart_honest.NeverSafe.refuse
+
+    @property
+    def batch_by(self) -> Literal["Rack", "None"]:
+        return "Rack" if self.args.batch_by is BatchByOpt.rack else "None"
 
 
 def _parse_brokers(text: str | None) -> list[int] | None:

@@ -19,6 +19,7 @@ from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.collect.results import ZOOKEEPER_MODE
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan.restart_safety import check_restart_safety, controller_only_nodes, roll_plan
+from kafka_health.plan.roll_batches import BatchPlan, plan_batches
 from kafka_health.remediate import access
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class RollPlan:
     snapshot: ClusterSnapshot
     order: list[int]
     rows: list[NodeRow]
+    batches: BatchPlan | None = None  # --max-concurrent > 1: the batches planned now
 
     @property
     def first_safe(self) -> bool:
@@ -147,7 +149,7 @@ def _pods(opts: RestartOptions, k8s: K8s, wanted: list[int]) -> dict[int, Broker
 def _judge(
     opts: RestartOptions, snapshot: ClusterSnapshot, wanted: list[int], pods: dict[int, BrokerPod]
 ) -> RollPlan:
-    from kafka_health.remediate.rolling_restart import pods_one_at_a_time
+    from kafka_health.remediate.roll_checks import pods_one_at_a_time, pods_recovering
 
     plan = roll_plan(snapshot, wanted)
     order = [slot.node for slot in plan]
@@ -157,6 +159,7 @@ def _judge(
             check_restart_safety(snapshot, slot.node, remaining=order[i:], refuse_never_safe=opts.refuse),
             pods,
         )
+        safety = pods_recovering(safety, snapshot, pods)
         pod = pods[slot.node].pod
         rows.append(
             NodeRow(
@@ -170,4 +173,9 @@ def _judge(
                 skipped=[f"{x.topic}-{x.partition}" for x in safety.skipped],
             )
         )
-    return RollPlan(snapshot, order, rows)
+    batches = None
+    if opts.args.max_concurrent > 1:
+        batches = plan_batches(
+            snapshot, order, max_concurrent=opts.args.max_concurrent, batch_by=opts.batch_by
+        )
+    return RollPlan(snapshot, order, rows, batches)

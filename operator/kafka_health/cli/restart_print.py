@@ -44,6 +44,8 @@ def print_json(opts: RestartOptions, plan: RollPlan) -> typer.Exit:
             "controller": CONTROLLER_AFTER_EACH,
         },
         "electAfter": args.elect,
+        "drainLeadership": args.drain_leadership,
+        "batches": plan.batches.model_dump(mode="json", by_alias=True) if plan.batches else None,
         "neverSafe": {
             "choice": args.never_safe.value,
             "refused": nsv.refused,
@@ -72,8 +74,23 @@ def print_table(opts: RestartOptions, plan: RollPlan) -> None:
     typer.echo(f"{'NODE':<8}{'POD':<28}{'READY':<7}{'ROLE':<19}VERDICT NOW")
     for row in plan.rows:
         _print_row(row, opts.refuse)
+    if plan.batches is not None:
+        _print_batches(plan)
     typer.echo("")
     typer.echo("(Verdicts are for the cluster as it is now; each is re-checked live right before its node.)")
+
+
+def _print_batches(plan: RollPlan) -> None:
+    """The batches planned now (each re-checked live before it restarts), and why."""
+    b = plan.batches
+    assert b is not None
+    typer.echo("")
+    typer.echo(f"Batches (maxConcurrent {b.max_concurrent}, batchBy {b.batch_by}): {len(b.batches)}")
+    for i, batch in enumerate(b.batches, 1):
+        typer.echo(f"  {i}. {', '.join(map(str, batch.nodes))}: {batch.why}")
+    if b.apart_count:
+        kept = "; ".join(f"{p.partition} (ISR {p.isr}, {p.at_once} at once)" for p in b.apart[:5])
+        typer.echo(f"  kept apart by {b.apart_count} partition(s), e.g. {kept}")
 
 
 def _print_row(row: NodeRow, refuse: bool) -> None:

@@ -67,6 +67,9 @@ def run(opts: RestartOptions, plan: RollPlan, k8s: K8s, kafka: KafkaAdmin) -> Ro
             controller_pods=opts.controller_spec,
             refuse_never_safe=opts.refuse,
             begun=opts.begun,
+            drain_leadership=args.drain_leadership,
+            max_concurrent=args.max_concurrent,
+            batch_by=opts.batch_by,
         )
     except LeaseLost as exc:
         typer.secho(

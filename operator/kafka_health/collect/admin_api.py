@@ -56,6 +56,7 @@ _CALL_NAMES = {
     "describe_quorum": "describe_metadata_quorum",
     "elect_preferred": "elect_leaders",
     "alter_group_offsets": "alter_consumer_group_offsets",
+    "reorder_replicas": "alter_partition_reassignments",
 }
 
 
@@ -233,6 +234,20 @@ class AdminApi(ABC):
         """The partition reassignments in flight (ListPartitionReassignments, answered by the
         active controller): replicas, adding and removing brokers of each."""
         result: list[Reassignment] = self._read_whole("reassignments")
+        return result
+
+    def reorder_replicas(
+        self, orders: Mapping[TopicPartitionKey, Iterable[int]]
+    ) -> Partial[TopicPartitionKey, bool]:
+        """Give partitions a new replica order (AlterPartitionReassignments, answered by the active
+        controller). Each order must be the partition's own replica set: then no data moves and
+        Kafka applies it at once (the leadership drain of a roll, `plan.leadership_drain`). Needs
+        ALTER on CLUSTER. Values: True per partition accepted; errors: per partition ("CODE: text").
+        Sent once: a failure of the whole request raises `AdminCallError` (outcome unknown: re-read)."""
+        wanted = {key: [int(b) for b in order] for key, order in sorted(orders.items())}
+        if not wanted:
+            return Partial()
+        result: Partial[TopicPartitionKey, bool] = self._write("reorder_replicas", wanted)
         return result
 
     def open_transactions(

@@ -361,6 +361,7 @@ class AdminCalls(KafkaPythonCalls, AdminApi):
                 state=parse.group_state(desc.state.name),
                 member_ids=sorted(m.member_id for m in desc.members),
                 assigned=assigned,
+                members=sorted((parse.group_member(m) for m in desc.members), key=lambda m: m.member_id),
             )
         return out
 

@@ -20,6 +20,7 @@ from kafka_health.collect.results import (
     BrokerRegistration,
     Partial,
     Timeouts,
+    TopicPartitionKey,
 )
 from kafka_health.collect.transactions import read_open_transactions
 from kafka_health.models.snapshot import EligibleLeaders as Eligible
@@ -90,6 +91,31 @@ class KafkaPythonCalls:
             budget,
         )
         return parse.reassignments(raw)
+
+    def _do_reorder_replicas(
+        self, orders: dict[TopicPartitionKey, list[int]]
+    ) -> Partial[TopicPartitionKey, bool]:
+        from kafka.structs import TopicPartition
+
+        budget = self.timeouts.metadata + self.timeouts.request
+        timeout_ms = int(self.timeouts.request * 1000)
+        request = {TopicPartition(t, p): order for (t, p), order in orders.items()}
+        answered = self._kp.call(
+            "alter_partition_reassignments",
+            lambda kp: kp.alter_partition_reassignments(request, timeout_ms=timeout_ms),
+            budget,
+            write=True,
+        )
+        out: Partial[TopicPartitionKey, bool] = Partial()
+        for key in orders:
+            error = answered.get(TopicPartition(*key), "absent")
+            if error is None:
+                out.values[key] = True
+            else:
+                out.errors[key] = (
+                    "not answered" if error == "absent" else f"{error.__name__}: {error.description}"
+                )
+        return out
 
     def _do_open_transactions(
         self, leaders: list[tuple[str, int, int]], older_than: timedelta

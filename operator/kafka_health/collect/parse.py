@@ -10,6 +10,7 @@ import kafka.errors as kafka_errors
 from kafka_health.models.snapshot import (
     BrokerThrottle,
     EligibleLeaders,
+    GroupMember,
     LogDir,
     Quorum,
     QuorumVoter,
@@ -50,6 +51,27 @@ def known(value: int | None) -> int | None:
 
 def group_state(name: str) -> str:
     return GROUP_STATES.get(name, name.title())
+
+
+def _partitions(assignment: Any) -> list[tuple[str, int]]:
+    """A MemberAssignment's partitions as sorted (topic, partition) pairs (none: empty)."""
+    if assignment is None:
+        return []
+    return sorted((tp.topic, tp.partition) for tp in assignment.topic_partitions)
+
+
+def group_member(member: Any) -> GroupMember:
+    """A confluent-kafka MemberDescription as a `GroupMember`. Its target assignment is set only
+    for a consumer-protocol member (ConsumerGroupDescribe, KIP-848); a classic member's is None,
+    and stays None here: a classic group has no target to compare with, not an empty one."""
+    target = getattr(member, "target_assignment", None)
+    return GroupMember(
+        member_id=member.member_id,
+        client_id=member.client_id or "",
+        host=member.host or "",
+        assignment=_partitions(member.assignment),
+        target=_partitions(target) if target is not None else None,
+    )
 
 
 def topic_config(topic: str, values: Mapping[str, str | None]) -> TopicConfig:

@@ -6,7 +6,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from kafka_health.models.snapshot import Broker, Partition
+from kafka_health.models.snapshot import Broker, GroupMember, Partition
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -85,6 +85,7 @@ class GroupDescription:
     state: str
     member_ids: list[str]
     assigned: list[TopicPartitionKey]  # partitions assigned to the members right now
+    members: list[GroupMember] = field(default_factory=list)  # each, with its target (KIP-848)
 
 
 @dataclass(frozen=True)

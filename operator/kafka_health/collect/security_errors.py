@@ -279,6 +279,7 @@ _PART_ACL = {
     "alter_consumer_group_offsets": ("READ", "GROUP"),
     "transactions": ("READ", "TOPIC"),
     "abort_transaction": ("ALTER", "CLUSTER"),
+    "alter_partition_reassignments": ("ALTER", "CLUSTER"),
     "broker_throttles": ("DESCRIBE_CONFIGS", "CLUSTER"),
 }
 # Error code (librdkafka name or kafka-python class) → the resource type it is about.

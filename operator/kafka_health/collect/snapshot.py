@@ -236,7 +236,8 @@ def _per_topic(part: str, errors: dict[TopicPartitionKey, str]) -> list[Missing]
             f"partitions {','.join(map(str, sorted(ps)))}: {reason}"
             for reason, ps in sorted(by_topic[topic].items())
         )
-        missing.append(Missing(part=f"{part}:{topic}", reason=reasons))
+        unread = sorted(p for ps in by_topic[topic].values() for p in ps)
+        missing.append(Missing(part=f"{part}:{topic}", reason=reasons, partitions=unread))
     return missing
 
 
@@ -334,6 +335,7 @@ def group(desc: GroupDescription, committed: list[GroupOffset]) -> ConsumerGroup
         state=desc.state,
         members=len(desc.member_ids),
         member_ids=desc.member_ids,
+        member_details=desc.members,
         offsets=[offsets[k] for k in sorted(offsets)],
     )
 

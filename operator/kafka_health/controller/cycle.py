@@ -342,12 +342,17 @@ def remediate_now(worker: PolicyWorker, raw_spec: Mapping[str, Any], on_event: O
         worker.remediation_seen = writer.base
 
 
-def interval_seconds(raw_spec: Mapping[str, Any]) -> float:
-    """spec.diagnostics.interval in seconds, for the daemon's wait (60 when the spec is invalid)."""
+def interval_seconds(raw_spec: Mapping[str, Any], *, rolling: bool = False) -> float:
+    """spec.diagnostics.interval in seconds, for the daemon's wait (60 when the spec is invalid);
+    while a roll is in flight, rollingRestart.diagnosisInterval when that is longer (the roll's
+    brokers get the CPU; the roll re-checks safety on live state by itself)."""
     spec = parse(raw_spec)
-    return (
-        _interval(spec if isinstance(spec, KafkaHealthPolicySpec) else None) or DEFAULT_INTERVAL
-    ).total_seconds()
+    valid = spec if isinstance(spec, KafkaHealthPolicySpec) else None
+    seconds = (_interval(valid) or DEFAULT_INTERVAL).total_seconds()
+    if rolling and valid is not None:
+        during = parse_duration(valid.remediation.rolling_restart.diagnosis_interval).total_seconds()
+        seconds = max(seconds, during)
+    return seconds
 
 
 def _interval(spec: KafkaHealthPolicySpec | None) -> timedelta | None:

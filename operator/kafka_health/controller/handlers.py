@@ -83,8 +83,7 @@ async def policy_daemon(
         while not stopped:
             started = time.monotonic()
             await run_one_cycle(worker, body, stopped)
-            elapsed = time.monotonic() - started
-            await stopped.wait(max(1.0, interval_seconds(body.spec) - elapsed))
+            await wait_for_next_cycle(worker, body, stopped, started)
     finally:
         requests.cancel()
         stopper.cancel()
@@ -93,6 +92,20 @@ async def policy_daemon(
             await asyncio.to_thread(release, worker)  # else the abandoned cycle releases it when done
         else:
             worker.stop_roll_soon()
+
+
+async def wait_for_next_cycle(
+    worker: PolicyWorker, body: kopf.Body, stopped: kopf.DaemonStopped, started: float
+) -> None:
+    """Until the next cycle is due, at least 1 s after the last began: the interval is read again
+    every 2 s, so a roll that starts stretches the wait (rollingRestart.diagnosisInterval) and a
+    roll that ends brings the next diagnosis back to spec.diagnostics.interval."""
+    while not stopped:
+        due = max(1.0, interval_seconds(body.spec, rolling=worker.rolling()))
+        left = due - (time.monotonic() - started)
+        if left <= 0:
+            return
+        await stopped.wait(min(left, 2.0))
 
 
 def release(worker: PolicyWorker) -> None:

@@ -26,6 +26,7 @@ from kafka_health.controller.planned_roll import roll_in_flight
 from kafka_health.controller.runtime import exit_reason
 from kafka_health.diagnose.from_policy import for_policy, thresholds_for
 from kafka_health.diagnose.run import run_diagnosis
+from kafka_health.diagnose.unclean_stops import LastTermination, recovering_findings, unclean_stop_findings
 from kafka_health.history.store import AppendResult, HistoryStore
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.policy import (
@@ -36,9 +37,10 @@ from kafka_health.models.policy import (
 )
 from kafka_health.models.reasons import DegradedReason, ProblemReason
 from kafka_health.models.snapshot import ClusterSnapshot
-from kafka_health.remediate.broker_pods import BrokerPodsError, find_broker_pods
+from kafka_health.remediate.broker_pods import BrokerPod, BrokerPodsError, find_broker_pods
 from kafka_health.report.status import CycleOutcome, Problem
 from kafka_health_spark import jobs, reuse
+from kafka_health_spark.findings import sort_findings
 from kafka_health_spark.session import OUT_OF_MEMORY_EXIT_CODE, lost_connection
 from kafka_health_spark.slot_windows import SlotWindows
 from kafka_health_spark.windows import HistoryWindows
@@ -76,6 +78,8 @@ class Collected:
     blockers: list[Problem]
     roll_before: CurrentRemediation | None
     """status.currentRemediation of a roll in flight, read right before the snapshot."""
+    pods: dict[int, BrokerPod] = field(default_factory=dict)
+    """The broker and controller pods the spec names (node id → pod), as found this cycle."""
 
 
 @dataclass
@@ -154,7 +158,7 @@ def collect(worker: PolicyWorker, spec: KafkaHealthPolicySpec, secrets: Secrets)
     except CredentialsError as exc:
         return CycleOutcome(problem=Problem(exc.reason, str(exc)))
     secrets.values = conn.secrets
-    blockers = _pods_blockers(worker, spec)
+    blockers, pods = _node_pods(worker, spec)
     timeout_s = parse_duration(str(spec.cluster.request_timeout)).total_seconds()
     admin = worker.admin_for(conn, timeout_s)
     roll_before = roll_in_flight(
@@ -181,22 +185,44 @@ def collect(worker: PolicyWorker, spec: KafkaHealthPolicySpec, secrets: Secrets)
     if denied:
         message = "; ".join(denied[:3]) + (f" (and {len(denied) - 3} more)" if len(denied) > 3 else "")
         blockers.append(Problem(DegradedReason.KAFKA_AUTHORIZATION_DENIED, message[:1000]))
-    return Collected(snapshot=snapshot, blockers=blockers, roll_before=roll_before)
+    return Collected(snapshot=snapshot, blockers=blockers, roll_before=roll_before, pods=pods)
 
 
-def _pods_blockers(worker: PolicyWorker, spec: KafkaHealthPolicySpec) -> list[Problem]:
-    """Broker or controller pods the spec names that cannot be found: remediation is blocked."""
+def _node_pods(
+    worker: PolicyWorker, spec: KafkaHealthPolicySpec
+) -> tuple[list[Problem], dict[int, BrokerPod]]:
+    """The broker and controller pods the spec names, and those that cannot be found (a
+    blocker: remediation is blocked)."""
     blockers: list[Problem] = []
+    pods: dict[int, BrokerPod] = {}
     for spec_field, pods_spec in (
         ("spec.cluster.brokerPods", spec.cluster.broker_pods),
         ("spec.cluster.controllerPods", spec.cluster.controller_pods),
     ):
         if pods_spec is not None:
             try:
-                find_broker_pods(worker.runtime.k8s, pods_spec, worker.namespace, field=spec_field)
+                pods |= find_broker_pods(worker.runtime.k8s, pods_spec, worker.namespace, field=spec_field)
             except BrokerPodsError as exc:
                 blockers.append(Problem(exc.reason, str(exc)))
-    return blockers
+    return blockers, pods
+
+
+def last_terminations(pods: dict[int, BrokerPod]) -> list[LastTermination]:
+    """How each node's containers last ended inside its current pod (kafka_health.diagnose.unclean_stops)."""
+    return [
+        LastTermination(
+            broker=node,
+            pod=bp.pod.name,
+            container=t.container,
+            exit_code=t.exit_code,
+            reason=t.reason,
+            grace_period_seconds=bp.pod.grace_period_seconds,
+            restart_count=t.restart_count,
+            finished_at=t.finished_at,
+        )
+        for node, bp in sorted(pods.items())
+        for t in bp.pod.terminations
+    ]
 
 
 def _unusable(snapshot: ClusterSnapshot, bootstrap: str, secrets: Secrets) -> Problem | None:
@@ -276,6 +302,11 @@ def diagnose(
         )
     except DeadlineExceeded as exc:
         return timed_out(worker, exc, windows)
+    running = {n: bp.pod.name for n, bp in collected.pods.items() if bp.pod.running and not bp.pod.deleting}
+    unclean = unclean_stop_findings(last_terminations(collected.pods), snapshot.taken_at)
+    unclean += recovering_findings(snapshot.brokers, running)
+    if unclean:
+        diagnosis = diagnosis.model_copy(update={"findings": sort_findings([*diagnosis.findings, *unclean])})
     diagnosis = for_policy(diagnosis, spec, snapshot)  # its checks, its roll's words, its incidents
     return CycleOutcome(diagnosis=diagnosis, remediation_blockers=tuple(collected.blockers))
 

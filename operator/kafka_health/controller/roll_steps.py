@@ -4,7 +4,7 @@ status.currentRemediation carries the roll between calls (the roll driver makes 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from kafka_health.controller.act_context import ActContext, guarded_persist, record, step_guard, with_result
 from kafka_health.controller.cluster_lease import ClusterLease
@@ -23,7 +23,10 @@ from kafka_health.models.policy import (
 from kafka_health.models.reasons import DegradedReason, EventReason
 from kafka_health.plan import Decision, PlannedRestart, PolicyRef, breaker_reset_token
 from kafka_health.plan.restart_resume import begun_before, halt_advice
-from kafka_health.remediate.rolling_restart import finish_roll, halted_result, restart_broker, roll_record
+from kafka_health.plan.restart_safety import MAX_VOTER_LAG, MAX_VOTER_LAG_MS
+from kafka_health.remediate.batch_restart import BatchOutcome
+from kafka_health.remediate.broker_restart import RollEnv
+from kafka_health.remediate.rolling_restart import finish_roll, halted_result, restarter, roll_record
 from kafka_health.report import metrics
 from kafka_health.report.status import HALTED, set_condition
 
@@ -116,7 +119,7 @@ def _halt(
     lease.release()
 
 
-def next_steps(current: CurrentRemediation, begun: RestartBegun | None = None) -> str:
+def next_steps(current: CurrentRemediation, begun: Sequence[RestartBegun] = ()) -> str:
     """What the user does after a halt: the brokers left (the one in flight named as "restart
     begun, not confirmed healthy"), and how to finish without restarting any broker twice."""
 
@@ -179,10 +182,14 @@ def _roll_started(current: CurrentRemediation | None, action: PlannedRestart | N
         )
     else:
         extra = "; every partition keeps enough in-sync replicas for acks=all producers"
+    rr = ctx.spec.remediation.rolling_restart
+    pace = (
+        "one at a time"
+        if rr.max_concurrent < 2
+        else f"up to {rr.max_concurrent} brokers together (batchBy {rr.batch_by.value}; voters alone)"
+    )
     ctx.on_event(
-        "Normal",
-        EventReason.ROLL_STARTED,
-        f"{step.request_id}: restarting brokers {order}, one at a time{extra}",
+        "Normal", EventReason.ROLL_STARTED, f"{step.request_id}: restarting brokers {order}, {pace}{extra}"
     )
 
 
@@ -200,30 +207,52 @@ def restart_next_broker(
     rr = ctx.spec.remediation.rolling_restart
     in_flight = status.current_remediation
     roll_id = in_flight.id if in_flight is not None else (action.id if action is not None else None) or ""
-    outcome = restart_broker(
-        action.restart if action is not None else None,
+    env = RollEnv(
         k8s=ctx.k8s,
         admin=ctx.admin,
         pods_spec=pods,
         namespace=pods.namespace or policy.namespace,
-        timeouts=ctx.spec.remediation.rolling_restart.timeouts,
-        current=status.current_remediation,
+        timeouts=rr.timeouts,
         persist=_roll_persist(out, ctx, lease),
         clock=ctx.clock,
         sleep=ctx.sleep,
-        plan_id=action.plan_id if action is not None else None,
         cluster_name=f"{policy.namespace}.{policy.name}",
+        max_voter_lag=MAX_VOTER_LAG,
+        max_voter_lag_ms=MAX_VOTER_LAG_MS,
         refuse_never_safe=rr.never_safe_partitions is NeverSafePartitions.REFUSE,
         guard=step_guard(ctx, lease),
         controller_pods=ctx.spec.cluster.controller_pods,
-        # A restart the last ended roll began and did not confirm: a health check, not a second restart.
-        begun=begun_before(status.rolling_restarts, roll_id),
+        drain_leadership=rr.drain_leadership,
     )
+
+    def batch_started(members: list[int], why: str) -> None:
+        ids = ", ".join(map(str, members))
+        ctx.on_event(
+            "Normal", EventReason.BATCH_STARTED, f"{roll_id}: restarting brokers {ids} together: {why}"
+        )
+
+    restart = restarter(
+        env,
+        action.plan_id if action is not None and action.plan_id else f"roll-{roll_id}",
+        # A restart the last ended roll began and did not confirm: a health check, not a second restart.
+        begun_before(status.rolling_restarts, roll_id),
+        max_concurrent=rr.max_concurrent,
+        batch_by=rr.batch_by.value,
+        on_batch=batch_started,
+    )
+    outcome = restart(action.restart if action is not None else None, current=in_flight)
     lease.ensure(fresh=False)  # the outcome is reported only while the roll is still ours
     if outcome.ok:
         out.current_remediation = outcome.current
         _set_roll_result(out, outcome.current, RequestState.RUNNING, outcome.message)
-        out.remediation_summary = f"rolling restart {outcome.current.id}: broker {outcome.broker} done"[:256]
+        who = f"brokers {', '.join(map(str, outcome.brokers))}" if isinstance(outcome, BatchOutcome) else None
+        who = who or f"broker {outcome.broker}"
+        out.remediation_summary = f"rolling restart {outcome.current.id}: {who} done"[:256]
+        if outcome.drain is not None:
+            moves = outcome.drain.drained_text(f"broker {outcome.broker}")
+            if outcome.restore is not None:
+                moves += f"; {outcome.restore.restored_summary()}"
+            ctx.on_event("Normal", EventReason.LEADERSHIP_DRAINED, f"{outcome.current.id}: {moves}"[:1000])
         ctx.on_event("Normal", EventReason.BROKER_RESTARTED, f"{outcome.current.id}: {outcome.message}")
         return out
     if outcome.result == "unsafe":
@@ -232,7 +261,8 @@ def restart_next_broker(
         return out
     # Failed: halt. Nothing else is restarted; Degraded until the spec changes.
     result = halted_result(outcome, clock=ctx.clock)
-    advice = next_steps(outcome.current, result.restart_begun)
+    begun = [result.restart_begun, *(result.batch_begun or [])] if result.restart_begun else []
+    advice = next_steps(outcome.current, begun)
     result = result.model_copy(update={"message": f"{result.message}. {advice}"[:1000]})
     _halt(out, outcome.current, result, ctx, policy, lease)
     return out

@@ -27,6 +27,7 @@ CHECK_TOGGLES: dict[str, str] = {
     "offset_expiry": "consumer_lag",
     "offset_out_of_range": "consumer_lag",
     "rebalance_storm": "rebalance_storm",
+    "reconciliation_stuck": "reconciliation",
     "disk_usage": "disk_usage",
     "disk_time_to_full": "disk_usage",
     "log_dir_error": "disk_usage",
@@ -73,6 +74,10 @@ def thresholds_for(checks: Checks) -> Thresholds:
             "certificate_warn_days": checks.certificates.warning_days,
             "certificate_critical_days": checks.certificates.critical_days,
             "replica_stuck_minutes": parse_duration(str(checks.under_replicated.stuck_after)).total_seconds()
+            / 60,
+            "reconciliation_stuck_minutes": parse_duration(
+                str(checks.reconciliation.stuck_after)
+            ).total_seconds()
             / 60,
         }
     )

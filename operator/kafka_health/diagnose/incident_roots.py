@@ -17,7 +17,9 @@ from kafka_health.models.snapshot import ClusterSnapshot
 
 REPLICATION_CHECKS = frozenset({"offline_partition", "under_replicated", "under_min_isr", "at_min_isr"})
 TOPIC_DURABILITY_CHECKS = frozenset({"low_replication_factor", "low_min_isr", "unclean_leader_election"})
-GROUP_CHECKS = frozenset({"consumer_lag", "offset_out_of_range", "offset_expiry", "rebalance_storm"})
+GROUP_CHECKS = frozenset(
+    {"consumer_lag", "offset_out_of_range", "offset_expiry", "rebalance_storm", "reconciliation_stuck"}
+)
 DISK_CHECKS = frozenset({"disk_usage", "disk_time_to_full", "log_dir_error"})
 LEADERSHIP_CHECKS = frozenset({"leader_imbalance", "leader_skew"})
 CERTIFICATE_CHECKS = frozenset({"listener_certificate_expiry", "listener_certificate_mismatch"})
@@ -58,19 +60,33 @@ class _Offline:
     replicas: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     offline: set[tuple[str, int]] = field(default_factory=set)
     offline_topics: dict[str, int] = field(default_factory=dict)
+    offsets_partitions: int = 0
+    """How many partitions `__consumer_offsets` has (a group's coordinator is one of them)."""
 
     @classmethod
     def of(cls, findings: list[Finding], snapshot: ClusterSnapshot, down: Iterable[int]) -> _Offline:
         out = cls()
         alive = {b.id for b in snapshot.brokers if b.alive}
-        # Replica lists only for the partitions a finding asks about (a snapshot may hold 1M).
+        # Replica lists only for the partitions a finding asks about (a snapshot may hold 1M):
+        # those of lag and flapping findings, and the partitions whose offsets went unread.
         asked = {
             (f.subject.topic, f.subject.partition)
             for f in findings
             if f.check in ("leader_flapping", "consumer_lag") and f.subject.partition is not None
+        } | {
+            (_part(f)[1], p)
+            for f in findings
+            if f.check == "snapshot_incomplete" and _part(f)[0] == "offsets"
+            for p in broker_ids(f.evidence.get("partitions"))
         }
+        # A group went unread: every coordinator partition (which one is the group's depends on
+        # how many there are), to tell whether a planned restart explains it.
+        groups_unread = any(f.check == "snapshot_incomplete" and _part(f)[0] == "group" for f in findings)
         for p in snapshot.partitions:
-            if asked and (p.topic, p.partition) in asked:
+            if groups_unread and p.topic == planned_mod.OFFSETS_TOPIC:
+                out.offsets_partitions += 1
+                out.replicas[(p.topic, p.partition)] = p.replicas
+            elif asked and (p.topic, p.partition) in asked:
                 out.replicas[(p.topic, p.partition)] = p.replicas
             if p.leader is None or p.leader not in alive:
                 out.offline.add((p.topic, p.partition))
@@ -94,6 +110,8 @@ class Context:
     snapshot: ClusterSnapshot | None
     planned: planned_mod.Planned = field(default_factory=dict)
     """Brokers a rolling restart is restarting now (kafka_health.diagnose.planned)."""
+    offsets_partitions: int = 0
+    """How many partitions `__consumer_offsets` has, read when a group went unread."""
 
     def pick(self, brokers: Iterable[int]) -> int:
         """The lowest id, a broker the roll is not restarting first (its trouble is not planned)."""
@@ -123,7 +141,7 @@ class Context:
         }
         seen = (
             _Offline.of(findings, snapshot, down)
-            if snapshot is not None and (down or churning)
+            if snapshot is not None and (down or churning or planned)
             else _Offline()
         )
         return cls(
@@ -135,6 +153,7 @@ class Context:
             seen.offline_topics,
             snapshot,
             planned or {},
+            seen.offsets_partitions,
         )
 
 
@@ -153,7 +172,7 @@ def _broker_down_own(f: Finding, ctx: Context) -> Root | None:
     s, check = f.subject, f.check
     if check == "broker_missing" and s.broker is not None:
         return IncidentKind.BROKER_DOWN, str(s.broker)
-    if s.broker in ctx.down and check in ("quorum_voter_lagging", "isr_churn"):
+    if s.broker in ctx.down and check in ("quorum_voter_lagging", "isr_churn", "broker_recovering"):
         return IncidentKind.BROKER_DOWN, str(s.broker)
     if check == "snapshot_incomplete":
         kind, detail = _part(f)

@@ -13,7 +13,7 @@ exactly one incident (`IncidentKind` documents each kind):
 2. `broker_down:<N>` for every `broker_missing` broker N. It claims: that finding; the partition
    findings (`offline_partition`, `under_replicated`, `under_min_isr`, `at_min_isr`) whose
    out-of-sync brokers, leader, or (offline) replicas include a down broker (the lowest such id,
-   when several are down); `snapshot_incomplete` of a topic with an offline partition on N; `quorum_voter_lagging`, `isr_churn` and `snapshot_incomplete` (its log
+   when several are down); `snapshot_incomplete` of a topic with an offline partition on N; `quorum_voter_lagging`, `isr_churn`, `broker_recovering` and `snapshot_incomplete` (its log
    dirs) of broker N; `leader_flapping` and partition `consumer_lag` of partitions with a replica
    on N that are offline (snapshot needed); `leader_skew` while any broker is down (its
    leaderships moved away; to the lowest down broker). While the operator's rolling restart
@@ -31,7 +31,7 @@ exactly one incident (`IncidentKind` documents each kind):
    with RF 1: T's other topic findings and its remaining partition findings join it.
 8. `topic_durability:<T>`: `low_replication_factor`, `low_min_isr`, `unclean_leader_election`.
 9. `consumer_group:<G>`: `consumer_lag` (group and partitions), `offset_out_of_range`,
-   `offset_expiry`, `rebalance_storm`, `snapshot_incomplete` of the group (`group:<G>`, and
+   `offset_expiry`, `rebalance_storm`, `reconciliation_stuck`, `snapshot_incomplete` of the group (`group:<G>`, and
    `group_offsets:<G>`: offsets Kafka left out for a topic the principal may not DESCRIBE).
 10. `leadership:cluster`: `leader_imbalance`, `leader_skew` (no broker down).
 11. `certificates:cluster`: `listener_certificate_expiry`, `listener_certificate_mismatch`,
@@ -131,7 +131,7 @@ def group_incidents(
     groups: dict[Root, _Group] = {}
     notices: list[Finding] = []
     for f in ordered:
-        root = planned_mod.planned_root(root_of(f, ctx), f, ctx.planned)
+        root = planned_mod.planned_root(root_of(f, ctx), f, ctx.planned, ctx.replicas, ctx.offsets_partitions)
         if root is None:
             notices.append(f)
             continue

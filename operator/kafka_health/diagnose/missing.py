@@ -158,7 +158,8 @@ def missing_findings(
                 severity=Severity.WARNING,
                 subject=_subject(kind, detail),
                 message=f"Could not read {m.part} ({m.reason}); {feeds} could not see it.",
-                evidence={"part": m.part, "reason": m.reason},
+                evidence={"part": m.part, "reason": m.reason}
+                | ({"partitions": ",".join(map(str, m.partitions))} if m.partitions else {}),
             )
         )
     return out

@@ -5,8 +5,12 @@ registration, URP 0), N is not registered, its partitions are under-replicated a
 cannot be read: the diagnosis's findings say so, and without this module they made a critical
 `broker_down:N` incident, a Warning Event and `Degraded=True ClusterPartlyUnreadable` for the
 whole roll. Here those findings become one info incident, `planned_restart:N`, naming the
-roll's request id, and `log_dirs:N` an expected gap in the snapshot. Everything else stays as it
-is: another broker down, a partition whose out-of-sync brokers include one the roll is not
+roll's request id, and two gaps in the snapshot are expected: `log_dirs:N`, and the offsets of
+partitions with a replica on N (`offsets:<topic>` naming only such partitions) and a group
+whose coordinator partition has a replica on N (`group:<id>`): while N shuts down and comes back
+their leadership moves, and a ListOffsets or a group describe sent meanwhile can fail. Both
+stay listed as unread (`missing`); they only do not make the policy Degraded. Everything else
+stays as it is: another broker down, a partition whose out-of-sync brokers include one the roll is not
 restarting, any other unreadable part, a halted roll (it is no longer in flight, so its broker
 is no longer planned).
 
@@ -18,7 +22,7 @@ and missing parts; `kafka_health.diagnose.incidents.group_incidents` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kafka_health.models.findings import Diagnosis, Finding, IncidentKind, Severity
@@ -37,7 +41,9 @@ Not CheckingSafety: its pod is not deleted yet, so an absence then is not the ro
 
 REPLICATION_CHECKS = frozenset({"offline_partition", "under_replicated", "under_min_isr", "at_min_isr"})
 # Checks about broker N itself that a restart of N explains.
-_BROKER_CHECKS = frozenset({"broker_missing", "isr_churn", "quorum_voter_lagging", "quorum_observer_lagging"})
+_BROKER_CHECKS = frozenset(
+    {"broker_missing", "isr_churn", "quorum_voter_lagging", "quorum_observer_lagging", "broker_recovering"}
+)
 
 
 @dataclass(frozen=True)
@@ -51,18 +57,21 @@ class PlannedRestart:
 
 Planned = Mapping[int, PlannedRestart]
 Root = tuple[IncidentKind, str]
+Replicas = Mapping[tuple[str, int], Sequence[int]]
 
 
-def restarting(current: CurrentRemediation | None) -> PlannedRestart | None:
-    """The broker a roll in flight is restarting now, per its recorded step (None: none)."""
+def restarting(current: CurrentRemediation | None) -> list[PlannedRestart]:
+    """The brokers a roll in flight is restarting now, per its recorded step: the current broker,
+    or every member of the batch in flight (maxConcurrent > 1). Empty: none."""
     if (
         current is None
         or current.action is not ActionType.ROLLING_RESTART
         or current.current_broker is None
         or current.step not in RESTARTING_STEPS
     ):
-        return None
-    return PlannedRestart(current.current_broker, current.id, str(current.step))
+        return []
+    brokers = [m.broker for m in current.batch or []] or [current.current_broker]
+    return [PlannedRestart(b, current.id, str(current.step)) for b in brokers]
 
 
 def planned_restarts(
@@ -73,8 +82,7 @@ def planned_restarts(
     the brokers the same roll finished in between (restarted while the snapshot was read)."""
     out: dict[int, PlannedRestart] = {}
     for current in (before, after):
-        p = restarting(current)
-        if p is not None:
+        for p in restarting(current):
             out[p.broker] = p
     if (
         before is not None
@@ -96,9 +104,68 @@ def expected_missing(part: str, planned: Planned) -> bool:
     return kind == "log_dirs" and detail.isdigit() and int(detail) in planned
 
 
-def unexpected_missing(missing: Iterable[str], planned: Planned) -> list[str]:
-    """The unread parts of a snapshot that the planned restarts do not explain."""
-    return [m for m in missing if not expected_missing(m, planned)]
+def offsets_restarting(f: Finding, planned: Planned, replicas: Replicas) -> int | None:
+    """The planned broker whose restart explains `f`, a `snapshot_incomplete` of `offsets:<topic>`
+    whose every unread partition (its `partitions` evidence) has a replica on a broker being
+    restarted (the lowest such broker); None when one of them has none, or the partitions are
+    not named (then nothing says the restart is why)."""
+    kind, _, topic = str(f.evidence.get("part", "")).partition(":")
+    unread = _ids(f.evidence.get("partitions"))
+    if f.check != "snapshot_incomplete" or kind != "offsets" or not unread or not planned:
+        return None
+    hit: set[int] = set()
+    for p in unread:
+        on = set(replicas.get((topic, p), ())) & set(planned)
+        if not on:
+            return None
+        hit |= on
+    return min(hit)
+
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units, 32-bit wrap-around)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinator_partition(group_id: str, partitions: int) -> int:
+    """The `__consumer_offsets` partition whose leader coordinates `group_id`: Kafka's
+    `Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions` (Utils.abs: MIN_VALUE → 0)."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def group_restarting(f: Finding, planned: Planned, replicas: Replicas, offsets_partitions: int) -> int | None:
+    """The planned broker whose restart explains `f`, a `snapshot_incomplete` of `group:<id>`:
+    one holding a replica of the group's coordinator partition (its coordinator moves while the
+    broker shuts down and comes back, and a describe sent meanwhile can fail); else None."""
+    kind, _, group = str(f.evidence.get("part", "")).partition(":")
+    if f.check != "snapshot_incomplete" or kind != "group" or not group or offsets_partitions < 1:
+        return None
+    on = set(replicas.get((OFFSETS_TOPIC, coordinator_partition(group, offsets_partitions)), ())) & set(
+        planned
+    )
+    return min(on) if on else None
+
+
+def unexpected_missing(diagnosis: Diagnosis) -> list[str]:
+    """The unread parts of a snapshot that the planned restarts do not explain: all but those
+    whose `snapshot_incomplete` finding is a member of a `planned_restart` incident
+    (`planned_root` put it there)."""
+    explained = {
+        str(f.evidence.get("part"))
+        for i in diagnosis.incidents
+        if i.kind is IncidentKind.PLANNED_RESTART
+        for f in i.findings
+        if f.check == "snapshot_incomplete"
+    }
+    return [m for m in diagnosis.missing if m not in explained]
 
 
 def _ids(value: object) -> set[int]:
@@ -109,10 +176,19 @@ def _ids(value: object) -> set[int]:
     return {int(x) for x in str(value).split(",") if x.strip().lstrip("-").isdigit()}
 
 
-def planned_root(root: Root | None, f: Finding, planned: Planned) -> Root | None:
+def planned_root(
+    root: Root | None,
+    f: Finding,
+    planned: Planned,
+    replicas: Replicas | None = None,
+    offsets_partitions: int = 0,
+) -> Root | None:
     """`root` (the incident `group_incidents`'s rules gave `f`), or `planned_restart:N` when it is
     broker N's and N's restart explains `f`: its `broker_down:N` or `broker_out_of_sync:N`
-    findings, its unreadable log dirs, its own quorum findings. A partition finding whose
+    findings, its unreadable log dirs, its own quorum findings, unread offsets of partitions on
+    it that no other rule explained (`offsets_restarting`; `replicas`: the snapshot's), an
+    unreadable group whose coordinator partition is on it (`group_restarting`;
+    `offsets_partitions`: how many `__consumer_offsets` has). A partition finding whose
     out-of-sync brokers include one the roll is not restarting goes to that broker's
     `broker_out_of_sync` incident instead (the rules already prefer a down broker that is not
     planned). Real disk findings of N (`disk_usage`, ...) stay `disk:N`."""
@@ -120,6 +196,12 @@ def planned_root(root: Root | None, f: Finding, planned: Planned) -> Root | None
         return root
     kind, key = root
     s = f.subject
+    if root == (IncidentKind.CHECK, "snapshot_incomplete"):
+        broker = offsets_restarting(f, planned, replicas or {})
+        return root if broker is None else (IncidentKind.PLANNED_RESTART, str(broker))
+    if kind is IncidentKind.CONSUMER_GROUP:
+        broker = group_restarting(f, planned, replicas or {}, offsets_partitions)
+        return root if broker is None else (IncidentKind.PLANNED_RESTART, str(broker))
     if kind is IncidentKind.QUORUM and f.check in _BROKER_CHECKS and s.broker in planned:
         return IncidentKind.PLANNED_RESTART, str(s.broker)
     if kind not in (IncidentKind.BROKER_DOWN, IncidentKind.BROKER_OUT_OF_SYNC, IncidentKind.DISK):

@@ -16,7 +16,9 @@ in-flight temporaries (Spark and pyarrow skip them).
 Besides `snapshot.json`, `<root>/latest/cluster=<name>/partition_state.parquet` holds the
 partition state (PARTITION_STATE schema) of the newest snapshot that could read metadata: the
 baseline the next cycle's changes are computed against. A snapshot that could not read the
-metadata (or one topic's partitions) changes nothing in it and writes no partition rows.
+metadata (or one topic's partitions) changes nothing in it and writes no partition rows. And
+`<root>/latest/cluster=<name>/reconciling.json` holds the consumer-group members whose assignment
+differed from their target in the newest snapshot, with since when (`history.reconciliation`).
 
 Writers: `kafka_health.history.store.HistoryStore`; each cycle adds one small file per table
 and date, and `compact()` merges a date's files into one.

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from kafka_health.history import changes, layout, maintenance
+from kafka_health.history import changes, layout, maintenance, reconciliation
 from kafka_health.history.schema import TABLES
 from kafka_health.models.snapshot import ClusterSnapshot
 
@@ -50,7 +50,8 @@ class HistoryStore:
 
     # ------------------------------------------------------------------ writing
     def append(self, snapshot: ClusterSnapshot) -> AppendResult:
-        """Record one snapshot: partition changes, samples, and the new `latest/` state."""
+        """Record one snapshot: partition changes, samples, and the new `latest/` state. Sets
+        `mismatch_since` on the snapshot's reconciling group members (`history.reconciliation`)."""
         cluster = snapshot.cluster
         ts = changes.utc(snapshot.taken_at)
         with layout.cluster_lock(self.root, cluster):
@@ -58,6 +59,8 @@ class HistoryStore:
             if last is not None and ts <= last:
                 return AppendResult(skipped=f"not newer than the last recorded snapshot ({last.isoformat()})")
             previous = self._baseline(cluster)
+            reconciling = layout.latest_dir(self.root, cluster) / reconciliation.RECONCILING_FILE
+            record = reconciliation.carry(reconciliation.load(reconciling), snapshot)
             result = AppendResult()
             tables: dict[str, pa.Table] = {
                 "broker_samples": changes.broker_samples(snapshot),
@@ -81,6 +84,7 @@ class HistoryStore:
                     layout.write_parquet(table, path)
             if diff is not None and (diff.changed or diff.removed or previous is None):
                 self._save_baseline(cluster, diff.baseline)
+            layout.write_text(reconciliation.dumps(record, ts), reconciling)
             latest = layout.latest_dir(self.root, cluster) / SNAPSHOT_FILE
             layout.write_text(snapshot.model_dump_json(), latest)
             self._last_ts[cluster] = (latest.stat().st_mtime_ns, ts)

@@ -42,6 +42,24 @@ class PodInfo:
     ready: bool
     phase: str | None
     deleting: bool
+    # Every container of the pod is running (its process is up, whether or not it is Ready): a
+    # fenced broker whose container runs is recovering its logs or catching up, not down.
+    running: bool = False
+    # How its containers last ended inside this pod (lastState.terminated; the kubelet restarted
+    # them in place), and its spec.terminationGracePeriodSeconds: an unclean stop is told by them.
+    terminations: tuple[ContainerTermination, ...] = ()
+    grace_period_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class ContainerTermination:
+    """One container's lastState.terminated: how it last ended before the kubelet restarted it."""
+
+    container: str
+    exit_code: int
+    reason: str | None
+    finished_at: datetime | None
+    restart_count: int
 
 
 @dataclass(frozen=True)
@@ -323,4 +341,25 @@ def _pod_info(pod: Any) -> PodInfo:
         ready=ready,
         phase=pod.status.phase if pod.status else None,
         deleting=pod.metadata.deletion_timestamp is not None,
+        running=_containers_running(pod),
+        terminations=_terminations(pod),
+        grace_period_seconds=pod.spec.termination_grace_period_seconds if pod.spec else None,
     )
+
+
+def _terminations(pod: Any) -> tuple[ContainerTermination, ...]:
+    statuses = (pod.status.container_statuses if pod.status else None) or []
+    out = []
+    for s in statuses:
+        t = s.last_state.terminated if s.last_state is not None else None
+        if t is not None:
+            out.append(
+                ContainerTermination(s.name, t.exit_code, t.reason, t.finished_at, s.restart_count or 0)
+            )
+    return tuple(out)
+
+
+def _containers_running(pod: Any) -> bool:
+    """Every container status of the pod says `running` (none listed: not running)."""
+    statuses = (pod.status.container_statuses if pod.status else None) or []
+    return bool(statuses) and all(s.state is not None and s.state.running is not None for s in statuses)

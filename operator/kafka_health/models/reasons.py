@@ -78,7 +78,7 @@ class StateReason(StrEnum):
     AS_EXPECTED = "AsExpected"
     PLANNED_RESTART = "PlannedRestart"
     """Degraded=False: the operator's roll is restarting a broker on request; its absence (and
-    its unread log dirs) is expected, and nothing else is unreadable. Healthy=True: the only
+    its unread log dirs, and unread offsets of partitions on it) is expected, and nothing else is unreadable. Healthy=True: the only
     warnings or critical findings are those that restart explains (a `planned_restart` incident)."""
     IDLE = "Idle"
     ACTING = "Acting"
@@ -152,6 +152,10 @@ class EventReason(StrEnum):
     """Warning: the transaction was not hanging (or not found), or the abort did not take."""
     ROLL_STARTED = "RollStarted"
     BROKER_RESTARTED = "BrokerRestarted"
+    LEADERSHIP_DRAINED = "LeadershipDrained"
+    """Normal: a broker of a roll had its leaderships moved before its restart, and given back after."""
+    BATCH_STARTED = "BatchStarted"
+    """Normal: brokers of a roll (maxConcurrent > 1) are about to be restarted together, and why these."""
     ROLL_HALTED = "RollHalted"
     ROLL_SUCCEEDED = "RollSucceeded"
     KOPF_LOGGING = "Logging"
@@ -164,6 +168,7 @@ class BlockerRule(StrEnum):
 
     UNKNOWN_BROKER = "unknown_broker"
     ONE_AT_A_TIME = "one_at_a_time"
+    RECOVERING = "recovering"
     UNDER_REPLICATED = "under_replicated"
     OFFLINE = "offline"
     MIN_ISR = "min_isr"

@@ -194,6 +194,37 @@ class GroupOffset(_Model):
     committed_offset: int | None = Field(None, description="None: the group has committed nothing here.")
 
 
+class GroupMember(_Model):
+    """One member of a consumer group, with the partitions it owns and, in a consumer-protocol
+    group (KIP-848, `group.protocol=consumer`), the partitions the coordinator wants it to own.
+    The member reconciles by revoking what is not in its target and then taking what is; one
+    whose `assignment` stays unlike its `target` is stuck (e.g. blocked in its rebalance
+    callback, or not polling), and the partitions it holds are not consumed by anyone else."""
+
+    member_id: str
+    client_id: str = ""
+    host: str = ""
+    assignment: list[tuple[str, int]] = Field(
+        default_factory=list, description="(topic, partition) the member owns now, sorted."
+    )
+    target: list[tuple[str, int]] | None = Field(
+        None,
+        description="(topic, partition) the coordinator's target assignment gives it, sorted; None in "
+        "a classic group, whose protocol has no target (the leader assigns, members only sync).",
+    )
+    mismatch_since: datetime | None = Field(
+        None,
+        description="When the history first saw this member's assignment unlike its target, in an "
+        "unbroken run of recorded snapshots up to this one (`history.reconciliation`); None when it "
+        "matches, has no target, or the snapshot was not recorded in a history (not judged).",
+    )
+
+    @property
+    def reconciling(self) -> bool:
+        """Its assignment differs from its target (never for a classic member: no target)."""
+        return self.target is not None and set(self.assignment) != set(self.target)
+
+
 class ConsumerGroup(_Model):
     group_id: str
     state: str = Field(
@@ -201,6 +232,11 @@ class ConsumerGroup(_Model):
     )
     members: int = 0
     member_ids: list[str] = Field(default_factory=list)
+    member_details: list[GroupMember] = Field(
+        default_factory=list,
+        description="Each member's assignment and target (sorted by member id), as DescribeGroups or "
+        "ConsumerGroupDescribe returned them.",
+    )
     offsets: list[GroupOffset] = Field(default_factory=list)
 
 
@@ -233,6 +269,11 @@ class Missing(_Model):
 
     part: str = Field(description="e.g. 'quorum', 'log_dirs', 'configs:orders', 'group:billing'")
     reason: str
+    partitions: list[int] = Field(
+        default_factory=list,
+        description="The partitions left unread, for a part read per partition ('offsets:<topic>'); "
+        "empty when the whole part went unread.",
+    )
 
 
 class ClusterSnapshot(_Model):

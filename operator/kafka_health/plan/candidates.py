@@ -59,6 +59,7 @@ from kafka_health.plan.restart_safety import (
     describe_order,
     never_safe_verdict,
 )
+from kafka_health.plan.roll_batches import BatchBy, plan_batches
 
 _REQUEST_ID: TypeAdapter[str] = TypeAdapter(RequestId)
 
@@ -157,9 +158,11 @@ def _restart_plan(
     never_safe = verdict.partitions
     order, safety = next_broker_safety(ctx, snapshot, brokers, holds)
     rr = ctx.spec.remediation.rolling_restart
+    pace = "one at a time" if rr.max_concurrent < 2 else f"up to {rr.max_concurrent} together, below"
     details = [
-        f"order: {describe_order(snapshot, order)} (one at a time; dedicated controllers first, the "
+        f"order: {describe_order(snapshot, order)} ({pace}; dedicated controllers first, the "
         "active one last of them; then brokers: non-voters, combined voters, the active controller last)",
+        *_batches(snapshot, order, rr.max_concurrent, rr.batch_by.value),
         f"after each: pod Ready ({rr.timeouts.pod_ready}), broker registered ({rr.timeouts.broker_registered}), "
         f"under-replicated partitions 0 ({rr.timeouts.urp_zero}); pause {rr.pause_between_brokers}",
     ]
@@ -182,6 +185,17 @@ def _restart_plan(
             never_safe_count=len(never_safe),
         ),
     )
+
+
+def _batches(
+    snapshot: ClusterSnapshot, order: list[int], max_concurrent: int, batch_by: BatchBy
+) -> list[str]:
+    """maxConcurrent > 1: the batches as planned on this snapshot, each with why (re-checked live
+    before each one); nothing at 1."""
+    if max_concurrent < 2:
+        return []
+    plan = plan_batches(snapshot, order, max_concurrent=max_concurrent, batch_by=batch_by)
+    return [f"batchBy {batch_by}: {line}" for line in plan.lines()]
 
 
 def _offset_candidate(ctx: PlanContext, request: OffsetResetRequest) -> Candidate:

@@ -25,6 +25,7 @@ from kafka_health.plan.circuit_breaker import breaker_reset_token, check_circuit
 from kafka_health.plan.cluster_lock import DEFAULT_LOCK_TTL, ClusterLock, check_cluster_lock
 from kafka_health.plan.hold import Hold, iso
 from kafka_health.plan.rate_limit import check_cooldown, check_rate_limit
+from kafka_health.plan.restart_safety import MAX_VOTER_LAG, MAX_VOTER_LAG_MS
 from kafka_health.plan.windows import window_state
 
 
@@ -61,8 +62,8 @@ class SafetyLimits:
 
     max_snapshot_age: timedelta = timedelta(minutes=2)
     lock_ttl: timedelta = DEFAULT_LOCK_TTL
-    max_voter_lag: int = 100
-    max_voter_lag_ms: int = 5_000
+    max_voter_lag: int = MAX_VOTER_LAG
+    max_voter_lag_ms: int = MAX_VOTER_LAG_MS
 
 
 # Parts of ClusterSnapshot.missing (as `collect` names them) each action cannot do without:

@@ -99,7 +99,9 @@ def _resume(current: CurrentRemediation, queued: list[WithheldAction]) -> Decisi
     if current.action is not ActionType.ROLLING_RESTART:
         reason = f"{current.action} {current.id} in flight (step {current.step}): its executor continues it"
     elif current.current_broker is not None:
-        reason = f"rolling restart {current.id}: broker {current.current_broker} in step {current.step}"
+        who = [m.broker for m in current.batch or []] or [current.current_broker]
+        name = f"brokers {', '.join(map(str, who))}" if len(who) > 1 else f"broker {who[0]}"
+        reason = f"rolling restart {current.id}: {name} in step {current.step}"
     elif not [b for b in current.brokers_planned or [] if b not in (current.brokers_done or [])]:
         reason = (
             f"rolling restart {current.id}: all brokers restarted; finish it (post-roll election, result)"

@@ -32,27 +32,42 @@ IN_FLIGHT_STEPS = frozenset({Step.WAITING_POD_READY, Step.WAITING_BROKER_REGISTE
 BEGUN = "restart begun, not confirmed healthy"
 
 
+def restarts_begun(current: CurrentRemediation | None) -> list[RestartBegun]:
+    """The brokers in flight whose restart began, from the roll's state as persisted when it
+    halted: the current broker, or every member of a batch (`currentRemediation.batch`), each
+    with the pod uid deleted. Empty when none was in flight or no pod was deleted yet
+    (CheckingSafety, DeletingPod: nothing happened to it)."""
+    if current is None or current.current_broker is None or current.step not in IN_FLIGHT_STEPS:
+        return []
+    if current.batch:
+        return [RestartBegun(broker=m.broker, pod_uid=m.pod_uid) for m in current.batch if m.pod_uid]
+    if not current.pod_uid:
+        return []
+    return [RestartBegun(broker=current.current_broker, pod_uid=current.pod_uid)]
+
+
 def restart_begun(current: CurrentRemediation | None) -> RestartBegun | None:
-    """The broker in flight whose restart began, from the roll's state as persisted when it
-    halted; None when no broker was in flight or its pod was not deleted yet (CheckingSafety,
-    DeletingPod: nothing happened to it)."""
-    if current is None or current.current_broker is None or not current.pod_uid:
-        return None
-    if current.step not in IN_FLIGHT_STEPS:
-        return None
-    return RestartBegun(broker=current.current_broker, pod_uid=current.pod_uid)
+    """The first of `restarts_begun` (status.rollingRestarts[].restartBegun); None: none."""
+    return next(iter(restarts_begun(current)), None)
 
 
-def begun_before(results: Sequence[RollingRestartResult] | None, request_id: str) -> RestartBegun | None:
-    """The restart begun by the roll that ran and ended last before `request_id` (the roll now),
-    when that roll halted with a broker in flight. Only the last roll that ran counts: once a
-    later roll ended, its own record (or none) says what is in flight."""
+def begun_before(results: Sequence[RollingRestartResult] | None, request_id: str) -> list[RestartBegun]:
+    """The restarts begun by the roll that ran and ended last before `request_id` (the roll now),
+    when that roll halted with a broker (or a batch) in flight. Only the last roll that ran
+    counts: once a later roll ended, its own record (or none) says what is in flight."""
     ran = (RequestState.SUCCEEDED, RequestState.FAILED)  # a Blocked request never ran: it says nothing
     ended = [r for r in results or [] if r.id != request_id and r.state in ran and r.finished_at is not None]
     if not ended:
-        return None
+        return []
     last = max(ended, key=lambda r: r.finished_at or datetime.min.replace(tzinfo=UTC))
-    return last.restart_begun if last.state is RequestState.FAILED else None
+    if last.state is not RequestState.FAILED or last.restart_begun is None:
+        return []
+    return [last.restart_begun, *(last.batch_begun or [])]
+
+
+def begun_for(begun: Sequence[RestartBegun], broker: int) -> RestartBegun | None:
+    """The begun restart of `broker` among `begun`, if any."""
+    return next((b for b in begun if b.broker == broker), None)
 
 
 def resume_step(
@@ -79,7 +94,7 @@ def _ids(ids: Sequence[int]) -> str:
 def halt_advice(
     planned: Sequence[int],
     done: Sequence[int],
-    begun: RestartBegun | None,
+    begun: Sequence[RestartBegun],
     *,
     new_request: Callable[[list[int]], str],
 ) -> str:
@@ -89,19 +104,19 @@ def halt_advice(
     with the one in flight, which that roll checks and does not restart again."""
     restarted = f"brokers {_ids(done)} were restarted" if done else "no broker was restarted"
     parts = [restarted]
-    if begun is not None:
-        parts.append(f"broker {begun.broker}: {BEGUN} (its pod {begun.pod_uid} was deleted)")
-    left = [b for b in planned if b not in done and (begun is None or b != begun.broker)]
+    parts += [f"broker {b.broker}: {BEGUN} (its pod {b.pod_uid} was deleted)" for b in begun]
+    again = [b.broker for b in begun]
+    left = [b for b in planned if b not in done and b not in again]
     if left:
         parts.append(f"{_ids(left)} {'was' if len(left) == 1 else 'were'} not")
     text = "; ".join(parts)
-    if begun is None and not left:
+    if not begun and not left:
         return f"{text}."
-    brokers = ([begun.broker] if begun is not None else []) + left
-    advice = f"{text}. To finish: fix what blocked it, then {new_request(brokers)}"
-    if begun is not None:
+    advice = f"{text}. To finish: fix what blocked it, then {new_request(again + left)}"
+    if begun:
+        which = f"broker {again[0]} is" if len(again) == 1 else f"brokers {_ids(again)} are"
         advice += (
-            f"; broker {begun.broker} is not restarted again: while its pod is not the one deleted, "
-            "the new roll only checks its health (pod Ready, registered, 0 under-replicated partitions)"
+            f"; {which} not restarted again: while a pod is not the one deleted, "
+            "the new roll only checks its broker's health (pod Ready, registered, 0 under-replicated partitions)"
         )
     return f"{advice}."

@@ -35,6 +35,11 @@ from kafka_health.models.snapshot import ClusterSnapshot, Partition, Quorum, Quo
 from kafka_health.plan.reassignment_safety import being_added, only_added_out_of_sync, rule_5_reassignment
 from kafka_health.plan.safety_model import MAX_LISTED, Blocker
 
+MAX_VOTER_LAG = 100
+"""Records a controller voter may trail the quorum leader and still count as caught up."""
+MAX_VOTER_LAG_MS = 5_000
+"""Milliseconds since a voter last caught up within which it still counts as caught up."""
+
 log = logging.getLogger(__name__)
 
 
@@ -78,6 +83,12 @@ def _block_on(blockers: list[Blocker], rule: BlockerRule, partitions: list[Parti
         blockers.append(Blocker(rule=rule, message=message, partitions=_listed(partitions)))
 
 
+def topic_min_isr(snapshot: ClusterSnapshot) -> dict[str, int | None]:
+    """Each topic's min.insync.replicas as read; a topic missing here (or None) is unknown, which
+    the rules treat as not safe, never as a default."""
+    return {c.topic: c.min_insync_replicas for c in snapshot.topic_configs}
+
+
 def voter_caught_up(voter: QuorumVoter, snapshot: ClusterSnapshot, *, max_lag: int, max_lag_ms: int) -> bool:
     """A voter is caught up when its lag (records) is known and small, or else it caught up recently."""
     quorum = snapshot.quorum
@@ -96,8 +107,8 @@ def check_restart_safety(
     broker: int,
     *,
     remaining: Collection[int] = (),
-    max_voter_lag: int = 100,
-    max_voter_lag_ms: int = 5_000,
+    max_voter_lag: int = MAX_VOTER_LAG,
+    max_voter_lag_ms: int = MAX_VOTER_LAG_MS,
     refuse_never_safe: bool = False,
 ) -> RestartSafety:
     """Whether `broker` may be restarted now: the numbered rules of the module docstring, one
@@ -161,6 +172,26 @@ def rule_4_one_at_a_time(snapshot: ClusterSnapshot, broker: int, *, dedicated: b
     return _refused("rule 4 (one broker at a time)", broker, blockers)
 
 
+def rule_4_recovering(snapshot: ClusterSnapshot, broker: int, running: Collection[int]) -> list[Blocker]:
+    """Rule 4, named for the case Strimzi refuses on: another broker is registered but fenced
+    while its process runs (`running`: the broker ids whose pod containers run). A KRaft broker
+    stays fenced until it has caught up with the metadata and its LogManager has loaded (and,
+    after an unclean stop, recovered) its logs, so this is a broker still recovering -- or a
+    paused (SIGSTOPped) process, which Kafka cannot tell apart and which must be refused too.
+    A fenced broker whose process does not run is simply down (`one_at_a_time`)."""
+    recovering = sorted(
+        b.id for b in snapshot.brokers if b.id != broker and not b.alive and b.fenced and b.id in running
+    )
+    if not recovering:
+        return []
+    names = ", ".join(f"broker {b}" for b in recovering)
+    message = (
+        f"{names} fenced while its process runs (log recovery or metadata catch-up, or paused): "
+        "never restart while a broker is recovering"
+    )
+    return _refused("rule 4 (recovering)", broker, [Blocker(rule=BlockerRule.RECOVERING, message=message)])
+
+
 def rule_1_fully_replicated(
     partitions: Sequence[Partition], broker: int, *, adding: Mapping[tuple[str, int], set[int]]
 ) -> list[Blocker]:
@@ -185,7 +216,7 @@ def rule_2_min_isr(
     """Rule 2, for every partition with a replica on the candidate: min.insync.replicas known,
     not (ISR < minISR), not (ISR == minISR with the candidate in it). Partitions whose RF <=
     minISR can never roll safely: skipped here and returned (sorted), for `never_safe_rule`."""
-    min_isr = {c.topic: c.min_insync_replicas for c in snapshot.topic_configs}
+    min_isr = topic_min_isr(snapshot)
     unknown: list[Partition] = []
     below: list[Partition] = []
     at_min_in_isr: list[Partition] = []
@@ -296,7 +327,7 @@ def never_safe_partitions(snapshot: ClusterSnapshot, brokers: Collection[int]) -
     never roll safely (while their broker restarts, acks=all producers to them fail; RF 1:
     offline). Sorted by topic and partition. Unknown min.insync.replicas counts as not known
     to be never-safe (rule 2 blocks such partitions anyway)."""
-    min_isr = {c.topic: c.min_insync_replicas for c in snapshot.topic_configs}
+    min_isr = topic_min_isr(snapshot)
     wanted = set(brokers)
     out = [
         SkippedPartition(

@@ -7,14 +7,18 @@ that fails. Per broker:
 1. Begun before: an earlier, halted roll deleted this broker's pod (`RestartBegun`) and the pod
    is no longer that one: no second restart; go to 4, its health check.
 2. CheckingSafety: the restart rules on a fresh LIVE snapshot (`check_restart_safety`) and every
-   other pod Ready (`pods_one_at_a_time`). Refused: outcome `unsafe`, nothing touched, the roll
+   other pod Ready (`pods_one_at_a_time`), and no other broker fenced while its pod runs
+   (`pods_recovering`: still recovering). Refused: outcome `unsafe`, nothing touched, the roll
    back "between brokers" (WaitingForSafety).
+2a. DrainingLeadership (drainLeadership, brokers only): its leaderships moved to in-sync
+   replicas, the original replica orders persisted first (`leadership_moves.drain`).
 3. DeletingPod: the pod's uid is persisted, then the pod deleted with that uid as a precondition
    (on resume only when that very incarnation still exists and is not terminating).
 4-6. The waits, one row each of `WAITS` — (ready predicate, timeout field, next step):
    WaitingPodReady (a pod with ANOTHER uid, Ready), WaitingBrokerRegistered (`node_back`),
    WaitingUrpZero (`fully_replicated`). `await_step` polls the predicate until the step's
    timeout, counted from the step's persisted start (a resume gets no fresh timeout).
+6a. RestoringLeadership (after a drain): the orders and its leaderships back (`leadership_moves.restore`).
 7. Done: the broker appended to `brokers_done`, `last_broker_finished_at` set.
 
 Each step is persisted BEFORE it acts, so a resumed operator starts at the step it was in.
@@ -42,11 +46,18 @@ from kafka_health.models.policy import (
 from kafka_health.plan.restart_safety import RestartSafety, check_restart_safety
 from kafka_health.plan.safety_model import Blocker
 from kafka_health.remediate.broker_pods import BrokerPodsError, find_node_pods
+from kafka_health.remediate.leadership_moves import (
+    LeadershipMoves,
+    drain,
+    restore,
+    restore_orders_after_failure,
+)
 from kafka_health.remediate.roll_checks import (
     fully_replicated,
     node_back,
     pod_of,
     pods_one_at_a_time,
+    pods_recovering,
     restart_happened,
 )
 
@@ -91,6 +102,8 @@ class BrokerRestartOutcome:
     old_pod_uid: str | None = None
     new_pod_uid: str | None = None
     deleted_pod: bool = False
+    drain: LeadershipMoves | None = None
+    restore: LeadershipMoves | None = None
 
     @property
     def ok(self) -> bool:
@@ -115,6 +128,7 @@ class RollEnv:
     refuse_never_safe: bool
     guard: Callable[[], None]
     controller_pods: BrokerPods | None
+    drain_leadership: bool = False
 
 
 @dataclass
@@ -131,6 +145,9 @@ class BrokerRestart:
     safety: RestartSafety | None = None
     deleted: bool = False
     resumed_begun: bool = False  # this call only checks the health of a restart an earlier roll began
+    drains: bool = False  # a broker (not a dedicated controller) of a roll with drainLeadership
+    drained: LeadershipMoves | None = None
+    restored: LeadershipMoves | None = None
     seen: dict[RemediationStep, object] = field(default_factory=dict)  # what each wait returned
 
     def save(self, step: RemediationStep, message: str, timeout: str | None = None, **extra: object) -> None:
@@ -163,9 +180,12 @@ class BrokerRestart:
             old_pod_uid=self.old_uid,
             new_pod_uid=new_uid if isinstance(new_uid, str) else None,
             deleted_pod=self.deleted,
+            drain=self.drained,
+            restore=self.restored,
         )
 
     def failed(self, step: RemediationStep, message: str) -> BrokerRestartOutcome:
+        message += restore_orders_after_failure(self)
         self.state = self.state.model_copy(update={"message": message})
         return self.outcome("failed", step, message)
 
@@ -326,7 +346,7 @@ def check_safety(run: BrokerRestart, remaining: list[int]) -> RemediationStep:
         pods = {}
         unknown = Blocker(rule="pods_unknown", message=f"the broker pods could not be read: {exc}")
         safety = safety.model_copy(update={"safe": False, "blockers": [*safety.blockers, unknown]})
-    run.safety = safety = pods_one_at_a_time(safety, pods)
+    run.safety = safety = pods_recovering(pods_one_at_a_time(safety, pods), snapshot, pods)
     if not safety.safe:
         # Back to "between brokers": the planner re-checks and tries again later.
         update = {"current_broker": None, "pod_uid": None, "step": Step.WAITING_FOR_SAFETY}
@@ -337,11 +357,20 @@ def check_safety(run: BrokerRestart, remaining: list[int]) -> RemediationStep:
     if pod is None:
         raise StepFailed(Step.CHECKING_SAFETY, f"no pod found for {run.who}")
     run.old_uid = pod.pod.uid
+    if run.drains:  # `drain` persists the step with the pod's uid and the original orders
+        return Step.DRAINING_LEADERSHIP
     run.save(
         Step.DELETING_POD,
         f"{run.who}: deleting pod {pod.pod.namespace}/{pod.pod.name} (uid {run.old_uid})",
         pod_uid=run.old_uid,
     )
+    return Step.DELETING_POD
+
+
+def drain_leadership(run: BrokerRestart) -> RemediationStep:
+    """Step 2a: its leaderships moved away (what is left, its controlled shutdown moves); DeletingPod."""
+    run.drained = moves = drain(run)
+    run.save(Step.DELETING_POD, f"{moves.drained_text(run.who)}; deleting its pod (uid {run.old_uid})")
     return Step.DELETING_POD
 
 
@@ -365,31 +394,41 @@ def delete_pod(run: BrokerRestart) -> RemediationStep:
     return Step.WAITING_POD_READY
 
 
-def finish_broker(run: BrokerRestart) -> BrokerRestartOutcome:
-    """Step 7: the broker done; the roll between brokers (or Done when none is left)."""
-    if run.broker not in run.done:
-        run.done.append(run.broker)
-    finished = run.env.clock()
-    how = (
-        "healthy again, its restart by an earlier roll confirmed"
-        if run.resumed_begun
-        else "restarted and healthy"
-    )
-    left = any(b not in run.done for b in run.planned)
-    run.state = run.state.model_copy(
+def between_brokers(
+    state: CurrentRemediation, planned: list[int], done: list[int], finished: datetime, message: str
+) -> CurrentRemediation:
+    """The roll once a broker (or a batch) is done: between brokers, waiting for the next one
+    to be safe, or Done when none is left; nothing in flight."""
+    left = any(b not in done for b in planned)
+    return state.model_copy(
         update={
-            # Between brokers the roll waits for the next one to be safe (Done: none left).
             "step": Step.WAITING_FOR_SAFETY if left else Step.DONE,
             "step_started_at": finished,
             "step_deadline": None,
             "current_broker": None,
             "pod_uid": None,
-            "brokers_done": list(run.done),
-            "brokers_planned": run.planned,
+            "brokers_done": list(done),
+            "brokers_planned": list(planned),
             "last_broker_finished_at": finished,
-            "message": f"{run.who} {how} ({len(run.done)} of {len(run.planned)})",
+            "drained": None,
+            "message": message,
         }
     )
+
+
+def finish_broker(run: BrokerRestart) -> BrokerRestartOutcome:
+    """Step 7: the broker done; the roll between brokers (or Done when none is left)."""
+    if run.broker not in run.done:
+        run.done.append(run.broker)
+    how = (
+        "healthy again, its restart by an earlier roll confirmed"
+        if run.resumed_begun
+        else "restarted and healthy"
+    )
+    message = f"{run.who} {how} ({len(run.done)} of {len(run.planned)})" + (
+        f"; {run.restored.restored_summary()}" if run.restored else ""
+    )
+    run.state = between_brokers(run.state, run.planned, run.done, run.env.clock(), message)
     run.env.persist(run.state)
     return run.outcome("done", Step.DONE, run.state.message or "")
 
@@ -418,10 +457,14 @@ def drive(
             raise StepFailed(
                 at, f"{run.who}: the pod uid was not recorded; cannot tell whether it was deleted"
             )
+        if at is Step.DRAINING_LEADERSHIP:
+            at = drain_leadership(run)
         if at is Step.DELETING_POD:
             at = delete_pod(run)
         while at in WAITS:
             at = pass_wait(run, at)
+        if at is Step.RESTORING_LEADERSHIP or run.state.drained:
+            run.restored = restore(run)
         return finish_broker(run)
     except StepFailed as exc:
         return run.failed(exc.step, exc.reason)

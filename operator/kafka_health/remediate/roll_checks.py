@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.k8s.client import K8s, K8sError
 from kafka_health.models.policy import BrokerPods, CurrentRemediation, RemediationStep, RestartBegun
+from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan.reassignment_safety import being_added, only_added_out_of_sync
 from kafka_health.plan.restart_resume import resume_step
-from kafka_health.plan.restart_safety import RestartSafety, voter_rejoined
+from kafka_health.plan.restart_safety import RestartSafety, rule_4_recovering, voter_rejoined
 from kafka_health.plan.safety_model import Blocker
 from kafka_health.remediate.broker_pods import BrokerPod, BrokerPodsError, find_broker_pods, find_node_pods
 
@@ -80,6 +81,18 @@ def pods_one_at_a_time(safety: RestartSafety, pods: Mapping[int, BrokerPod]) -> 
         message=f"broker pod(s) not Ready or terminating: {', '.join(busy)}: one broker at a time",
     )
     return safety.model_copy(update={"safe": False, "blockers": [*safety.blockers, blocker]})
+
+
+def pods_recovering(
+    safety: RestartSafety, snapshot: ClusterSnapshot, pods: Mapping[int, BrokerPod]
+) -> RestartSafety:
+    """Rule 4's `recovering` blocker (`rule_4_recovering`): another broker is fenced while its
+    pod's containers run. Pure: the snapshot and the pods are read by the caller."""
+    running = {bid for bid, bp in pods.items() if bp.pod.running and not bp.pod.deleting}
+    blockers = rule_4_recovering(snapshot, safety.broker, running)
+    if not blockers:
+        return safety
+    return safety.model_copy(update={"safe": False, "blockers": [*safety.blockers, *blockers]})
 
 
 def broker_registered(admin: KafkaAdmin, broker: int) -> bool:

@@ -17,7 +17,7 @@ from kafka_health.models.policy import (
     RequestState,
     RollingRestartResult,
 )
-from kafka_health.plan.restart_resume import BEGUN, restart_begun
+from kafka_health.plan.restart_resume import BEGUN, restarts_begun
 from kafka_health.remediate.broker_restart import BrokerRestartOutcome
 from kafka_health.remediate.leader_election import ElectionOutcome
 from kafka_health.remediate.post_roll_election import elect_preferred_for
@@ -69,8 +69,11 @@ def halted_result(outcome: BrokerRestartOutcome, *, clock: Clock = _now_utc) -> 
     A broker whose pod was already deleted is recorded in `restartBegun` (typed, for the next
     roll's resume) and named in the message as "restart begun, not confirmed healthy"."""
     current = outcome.current
-    begun = restart_begun(current)
-    what = f"broker {outcome.broker}, {BEGUN}" if begun is not None else f"broker {outcome.broker}"
+    begun = restarts_begun(current)
+    who = (
+        f"brokers {', '.join(str(b.broker) for b in begun)}" if len(begun) > 1 else f"broker {outcome.broker}"
+    )
+    what = f"{who}, {BEGUN}" if begun else who
     return RollingRestartResult(
         id=current.id,
         state=RequestState.FAILED,
@@ -78,7 +81,8 @@ def halted_result(outcome: BrokerRestartOutcome, *, clock: Clock = _now_utc) -> 
         started_at=current.started_at,
         finished_at=clock(),
         message=f"halted at {what} ({outcome.step}): {outcome.message}"[:1000],
-        restart_begun=begun,
+        restart_begun=begun[0] if begun else None,
+        batch_begun=begun[1:] or None,
     )
 
 

@@ -23,6 +23,7 @@ restarted brokers.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +45,16 @@ from kafka_health.models.policy import (
 )
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.plan.decision import RestartStep
-from kafka_health.plan.restart_safety import check_restart_safety, controller_only_nodes, order_brokers
+from kafka_health.plan.restart_resume import begun_for
+from kafka_health.plan.restart_safety import (
+    MAX_VOTER_LAG,
+    MAX_VOTER_LAG_MS,
+    check_restart_safety,
+    controller_only_nodes,
+    order_brokers,
+)
+from kafka_health.plan.roll_batches import BatchBy, plan_batches
+from kafka_health.remediate.batch_restart import restart_batch, resume_batch
 from kafka_health.remediate.broker_restart import POLL_SECONDS as POLL_SECONDS
 from kafka_health.remediate.broker_restart import WAITS as WAITS
 from kafka_health.remediate.broker_restart import BrokerRestart, RollEnv, drive
@@ -65,6 +75,7 @@ from kafka_health.remediate.roll_end import roll_record as roll_record
 Clock = Callable[[], datetime]
 Sleep = Callable[[float], None]
 Persist = Callable[[CurrentRemediation], None]
+log = logging.getLogger(__name__)
 
 Step = RemediationStep
 """The executor's steps (status.currentRemediation.step): the one step enum of every executor."""
@@ -89,12 +100,13 @@ def restart_broker(
     sleep: Sleep = time.sleep,
     plan_id: str | None = None,
     cluster_name: str = "kafka",
-    max_voter_lag: int = 100,
-    max_voter_lag_ms: int = 5_000,
+    max_voter_lag: int = MAX_VOTER_LAG,
+    max_voter_lag_ms: int = MAX_VOTER_LAG_MS,
     refuse_never_safe: bool = False,
     guard: Callable[[], None] = lambda: None,
     controller_pods: BrokerPods | None = None,
     begun: RestartBegun | None = None,
+    drain_leadership: bool = False,
 ) -> BrokerRestartOutcome:
     """Restart one broker of a roll, or continue the one in flight (the steps: `broker_restart.py`).
 
@@ -128,6 +140,7 @@ def restart_broker(
         refuse_never_safe=refuse_never_safe,
         guard=guard,
         controller_pods=controller_pods,
+        drain_leadership=drain_leadership,
     )
     role = "controller" if is_controller(k8s, controller_pods, namespace, broker) else "broker"
     run = BrokerRestart(
@@ -138,6 +151,7 @@ def restart_broker(
         planned=planned,
         done=done,
         old_uid=pod_uid_of(base) if at is not Step.CHECKING_SAFETY else None,
+        drains=drain_leadership and role == "broker",
     )
     remaining = [b for b in planned if b not in done] or [broker]
     return drive(run, at, remaining=remaining, begun=begun)
@@ -198,8 +212,8 @@ def next_step(
     done: Sequence[int],
     *,
     post_roll_election: bool = True,
-    max_voter_lag: int = 100,
-    max_voter_lag_ms: int = 5_000,
+    max_voter_lag: int = MAX_VOTER_LAG,
+    max_voter_lag_ms: int = MAX_VOTER_LAG_MS,
 ) -> RestartStep | None:
     """The planner's rule for the next broker (order recomputed on live state); None when all are done."""
     remaining = [b for b in planned if b not in done]
@@ -240,14 +254,20 @@ def run_roll(
     guard: Callable[[], None] = lambda: None,
     controller_pods: BrokerPods | None = None,
     refuse_never_safe: bool = False,
-    begun: RestartBegun | None = None,
+    begun: Sequence[RestartBegun] = (),
+    drain_leadership: bool = False,
+    max_concurrent: int = 1,
+    batch_by: BatchBy = "Rack",
 ) -> RollReport:
     """Restart `brokers` (node ids; None: every broker in the metadata, and with
     `controller_pods` every dedicated controller too) one at a time; halt on the first failure.
     `guard()` runs right before each pod delete and each election batch (the CLI's cluster Lease).
     `refuse_never_safe`: the live re-check before each node refuses one holding a partition with
-    RF <= min.insync.replicas (the CLI's `--never-safe refuse`). `begun`: a restart an earlier,
-    halted roll began: that broker gets its health check, not a second restart (`restart_broker`).
+    RF <= min.insync.replicas (the CLI's `--never-safe refuse`). `begun`: restarts an earlier,
+    halted roll began: those brokers get their health check, not a second restart (`restart_broker`).
+    `max_concurrent` > 1: brokers go in batches (`plan.roll_batches`, `batch_by` Rack or None),
+    each checked again live and restarted together (`batch_restart.restart_batch`); a batch the
+    live check refuses goes one broker at a time.
 
     With `current` (a persisted roll), continue it: the broker in flight first, without deleting
     its pod again, then the brokers not yet done. An `unsafe` live re-check halts the roll
@@ -261,23 +281,12 @@ def run_roll(
     if unknown := [b for b in planned if b not in nodes]:
         message = f"node(s) {', '.join(map(str, unknown))} not in the cluster"
         return _ended(report, RequestState.FAILED, message, done, clock)
-    restart = partial(
-        restart_broker,
-        k8s=k8s,
-        admin=admin,
-        pods_spec=pods_spec,
-        namespace=namespace,
-        timeouts=timeouts or RestartTimeouts(),
-        persist=persist,
-        clock=clock,
-        sleep=sleep,
-        plan_id=f"roll-{request_id}",
-        cluster_name=cluster_name,
-        guard=guard,
-        controller_pods=controller_pods,
-        refuse_never_safe=refuse_never_safe,
-        begun=begun,
-    )
+    env = RollEnv(
+        k8s, admin, pods_spec, namespace, timeouts or RestartTimeouts(), persist, clock, sleep, cluster_name,
+        max_voter_lag=MAX_VOTER_LAG, max_voter_lag_ms=MAX_VOTER_LAG_MS, refuse_never_safe=refuse_never_safe, guard=guard,
+        controller_pods=controller_pods, drain_leadership=drain_leadership,
+    )  # fmt: skip
+    restart = restarter(env, f"roll-{request_id}", begun, max_concurrent=max_concurrent, batch_by=batch_by)
 
     def next_broker(done: list[int]) -> RestartStep | None:
         _pause_between(report.current, done, planned, pause, clock, sleep)
@@ -297,6 +306,92 @@ def run_roll(
         guard=guard,
     )
     return report
+
+
+OnBatch = Callable[[list[int], str], None]
+"""Told (members, why) right before a batch is restarted together: the BatchStarted Event."""
+
+
+def restarter(
+    env: RollEnv,
+    plan_id: str,
+    begun: Sequence[RestartBegun],
+    *,
+    max_concurrent: int = 1,
+    batch_by: BatchBy = "Rack",
+    on_batch: OnBatch | None = None,
+) -> Callable[..., BrokerRestartOutcome]:
+    """`restart(step, current=...)` for a roll: one broker (`restart_broker`), or with
+    `max_concurrent` > 1 the batch of the planner's next broker (`_batch_or_one`); a batch in
+    flight in `current` is continued (`resume_batch`) whatever `max_concurrent` says now.
+    A broker among `begun` (restarts an earlier, halted roll began) goes alone, for its health
+    check, and joins no batch."""
+    one = partial(
+        restart_broker,
+        k8s=env.k8s,
+        admin=env.admin,
+        pods_spec=env.pods_spec,
+        namespace=env.namespace,
+        timeouts=env.timeouts,
+        persist=env.persist,
+        clock=env.clock,
+        sleep=env.sleep,
+        plan_id=plan_id,
+        cluster_name=env.cluster_name,
+        guard=env.guard,
+        controller_pods=env.controller_pods,
+        refuse_never_safe=env.refuse_never_safe,
+        drain_leadership=env.drain_leadership,
+    )
+
+    def restart(step: RestartStep | None, *, current: CurrentRemediation | None) -> BrokerRestartOutcome:
+        return one(step, current=current, begun=begun_for(begun, step.next_broker) if step else None)
+
+    return partial(_batch_or_one, restart, env, plan_id, max_concurrent, batch_by, on_batch, begun)
+
+
+def _batch_or_one(
+    restart: Callable[..., BrokerRestartOutcome],
+    env: RollEnv,
+    plan_id: str,
+    max_concurrent: int,
+    batch_by: BatchBy,
+    on_batch: OnBatch | None,
+    begun: Sequence[RestartBegun],
+    step: RestartStep | None,
+    *,
+    current: CurrentRemediation | None,
+) -> BrokerRestartOutcome:
+    """The batch of the planner's next broker (`plan_batches` on live state), restarted together;
+    one broker as before when it goes alone, is in flight, or the batch's live check refuses."""
+    if current is not None and current.current_broker is not None and current.batch:
+        return resume_batch(current, env=env)
+    if max_concurrent < 2 or step is None or (current is not None and current.current_broker is not None):
+        return restart(step, current=current)
+    again = {b.broker for b in begun}
+    if step.next_broker in again:
+        return restart(step, current=current)
+    live = collect_snapshot(env.admin, env.cluster_name, env.clock, safety_only=True)
+    order = [b for b in step.order if b not in again]
+    plan = plan_batches(live, order, max_concurrent=max_concurrent, batch_by=batch_by)
+    batch = next((b for b in plan.batches if step.next_broker in b.nodes), None)
+    if batch is None or len(batch.nodes) < 2:
+        return restart(step, current=current)
+    _, _, base = _in_flight(step, current, plan_id, env.clock())
+    if on_batch is not None:
+        on_batch(list(batch.nodes), batch.why)
+    out = restart_batch(
+        list(batch.nodes),
+        env=env,
+        current=base,
+        planned=list(base.brokers_planned or []),
+        done=list(base.brokers_done or []),
+        remaining=list(step.order),
+    )
+    if out.result == "unsafe":
+        log.info("batch %s refused on live state (%s): one broker at a time", batch.nodes, out.message)
+        return restart(step, current=current)
+    return out
 
 
 def _running(

@@ -131,8 +131,9 @@ def _planned(planned: Planned) -> str:
     p = [planned[b] for b in sorted(planned)]
     who = ", ".join(f"broker {x.broker} by rolling restart {x.request_id}" for x in p)
     return (
-        f"Restarting on request: {who}. The absence of a broker being restarted and its unread "
-        "log dirs are expected; nothing else is unreadable, and the operator can do its job."
+        f"Restarting on request: {who}. The absence of a broker being restarted, its unread "
+        "log dirs, the unread offsets of partitions on it and the groups it coordinates are "
+        "expected; nothing else is unreadable, and the operator can do its job."
     )
 
 
@@ -277,7 +278,7 @@ def _set_degraded(conditions: _Conditions, outcome: CycleOutcome, diagnosis: Dia
         conditions.set(
             ConditionType.DEGRADED, ConditionStatus.TRUE, b.reason, b.message + " No remediation will run."
         )
-    elif unread := unexpected_missing(diagnosis.missing, outcome.planned or {}):
+    elif unread := unexpected_missing(diagnosis):
         parts = ", ".join(unread[:5])
         conditions.set(
             ConditionType.DEGRADED,

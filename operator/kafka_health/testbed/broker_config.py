@@ -48,10 +48,14 @@ def data_dir(state_dir: Path, node_id: int) -> Path:
 
 
 def new_layout(
-    brokers: int, controllers: int, base_port: int, secured: bool
+    brokers: int, controllers: int, base_port: int, secured: bool, racks: int = 0
 ) -> tuple[list[BrokerState], list[BrokerState]]:
     """The brokers (ids 0..N-1, ports from `base_port`) and the dedicated controllers (ids
-    CONTROLLER_ID_BASE + i) of a new cluster; without dedicated controllers every node is combined."""
+    CONTROLLER_ID_BASE + i) of a new cluster; without dedicated controllers every node is combined.
+    `racks` > 0: broker i is in rack `rack-<i mod racks>` (what a rack-aware assignment and a roll
+    batched by rack need); dedicated controllers hold no partitions and get none."""
+    if racks < 0:
+        raise TestbedError("--racks must be 0 (no broker.rack) or more")
     dedicated = controllers > 0
     nodes = [
         BrokerState(
@@ -60,6 +64,7 @@ def new_layout(
             controller_port=0 if dedicated else base_port + CONTROLLER_PORT_OFFSET + i,
             internal_port=base_port + INTERNAL_PORT_OFFSET + i if secured else None,
             role="broker" if dedicated else "broker,controller",
+            rack=f"rack-{i % racks}" if racks else None,
         )
         for i in range(brokers)
     ]
@@ -81,8 +86,9 @@ def check_same_shape(
     brokers: int | None,
     controllers: int | None,
     security_mode: str | None,
+    racks: int | None = None,
 ) -> None:
-    """An existing testbed is started as it was created: another size, layout or security is refused."""
+    """An existing testbed is started as it was created: another size, layout, racks or security is refused."""
     recreate = "run `kafka-health testbed down --purge` to recreate it with another"
     if brokers is not None and len(state.brokers) != brokers:
         raise TestbedError(f"the testbed in {state_dir} has {len(state.brokers)} brokers; {recreate} size")
@@ -90,6 +96,8 @@ def check_same_shape(
         raise TestbedError(
             f"the testbed in {state_dir} has {len(state.controllers)} dedicated controllers; {recreate} layout"
         )
+    if racks is not None and state.racks != racks:
+        raise TestbedError(f"the testbed in {state_dir} has --racks {state.racks}; {recreate} layout")
     if security_mode is not None and state.security != security_mode:
         raise TestbedError(
             f"the testbed in {state_dir} was created with --security {state.security}; {recreate}"
@@ -141,6 +149,7 @@ def node_properties(
         "node.id": b.id,
         "controller.quorum.voters": ",".join(f"{v.id}@127.0.0.1:{v.controller_port}" for v in state.voters),
         **listener_props(state, b, material),
+        **({"broker.rack": b.rack} if b.rack else {}),
         "controller.listener.names": "CONTROLLER",
         "log.dirs": data_dir(state_dir, b.id),
         "num.partitions": 3,

@@ -18,6 +18,7 @@ from kafka_health.testbed.controlplane import (
     ControlPlaneError,
     control_plane_ports,
 )
+from kafka_health.testbed.pod_status import mark_oom_killed
 
 if TYPE_CHECKING:
     from kafka_health.testbed.pod_layout import PodLayout
@@ -56,6 +57,47 @@ PodNamespace = Annotated[
         "--pod-namespace", help="Namespace of the stand-in's pods (default: kafka; strimzi layout: strimzi)."
     ),
 ]
+
+Controllers = Annotated[
+    int | None,
+    typer.Option(
+        "--controllers",
+        help="Dedicated KRaft controller-only nodes (ids 100.., controller ports from base+100) beside "
+        "--brokers broker-only nodes; 0 or absent: combined broker+controller nodes.",
+    ),
+]
+
+Racks = Annotated[
+    int | None,
+    typer.Option(
+        "--racks",
+        help="Spread the brokers over R racks: broker i gets broker.rack=rack-<i mod R> (dedicated "
+        "controllers none); 0 or absent: no broker.rack. Fixed when the testbed is created.",
+    ),
+]
+
+
+BrokerConfig = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--broker-config",
+        metavar="KEY=VALUE",
+        help="KEY=VALUE added to every node's properties (repeatable), kept in the testbed's state: a "
+        "running node takes it at its next start (e.g. after a roll). E.g. replica.fetch.backoff.ms=100.",
+    ),
+]
+
+
+def _broker_config(items: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or "\n" in item:
+            raise typer.BadParameter(
+                f"{item!r}: use KEY=VALUE, e.g. replica.fetch.backoff.ms=100", param_hint="--broker-config"
+            )
+        out[key.strip()] = value.strip()
+    return out
 
 
 def _layout(kind: str, namespace: str | None) -> PodLayout:
@@ -112,14 +154,9 @@ def up(
         ),
     ] = None,
     kafka_version: KafkaVersion = None,
-    controllers: Annotated[
-        int | None,
-        typer.Option(
-            "--controllers",
-            help="Dedicated KRaft controller-only nodes (ids 100.., controller ports from base+100) beside "
-            "--brokers broker-only nodes; 0 or absent: combined broker+controller nodes.",
-        ),
-    ] = None,
+    controllers: Controllers = None,
+    racks: Racks = None,
+    broker_config: BrokerConfig = None,
     k8s: Annotated[
         bool,
         typer.Option(
@@ -160,6 +197,8 @@ def up(
             kafka_version=kafka_version,
             controllers=controllers,
             certificate_days=certificate_days,
+            racks=racks,
+            node_config=_broker_config(broker_config),
         )
         if k8s:
             cp = ControlPlane(tb.state_dir, control_plane_ports(base_port))
@@ -310,14 +349,30 @@ def status(
 @app.command()
 def broker(
     action: Annotated[
-        str, typer.Argument(help="stop (SIGTERM) | kill (SIGKILL) | pause (SIGSTOP) | resume | start")
+        str,
+        typer.Argument(
+            help="stop (SIGTERM) | kill (SIGKILL) | pause (SIGSTOP) | resume | start | oom-kill (SIGKILL "
+            "as the OOM killer: with --k8s the pod stand-in restarts it in place, lastState OOMKilled)"
+        ),
     ],
     broker_id: Annotated[int, typer.Argument(metavar="ID")],
     state_dir: StateDir = None,
 ) -> None:
     """Fault injection on one broker."""
     tb = _testbed(state_dir)
-    actions = {"stop": tb.stop, "kill": tb.kill, "pause": tb.pause, "resume": tb.resume, "start": tb.start}
+
+    def oom_kill(node_id: int) -> None:
+        mark_oom_killed(tb.state_dir, node_id)
+        tb.kill(node_id)
+
+    actions = {
+        "stop": tb.stop,
+        "kill": tb.kill,
+        "pause": tb.pause,
+        "resume": tb.resume,
+        "start": tb.start,
+        "oom-kill": oom_kill,
+    }
     if action not in actions:
         _fail(ValueError(f"unknown action {action!r}; one of: {', '.join(actions)}"))
     try:

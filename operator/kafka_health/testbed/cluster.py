@@ -166,11 +166,15 @@ class Testbed:
         controllers: int | None = None,
         certificate_days: float | None = None,
         timeout: float = 120.0,
+        racks: int | None = None,
+        node_config: dict[str, str] | None = None,
     ) -> TestbedState:
         """Start every node that is not running (creating the cluster on first use) and wait until all serve.
 
         `controllers` > 0: that many dedicated controller-only nodes (ids CONTROLLER_ID_BASE + i)
-        and `brokers` broker-only nodes; 0 or None: combined broker+controller nodes.
+        and `brokers` broker-only nodes; 0 or None: combined broker+controller nodes. `racks` > 0:
+        broker i has broker.rack rack-<i mod racks> (recorded per broker, kept across restarts).
+        `node_config`: extra properties for every node, kept (applied as each node starts).
         `certificate_days`: validity of the broker certificates a TLS testbed issues when it is
         created (default 825 days; short ones to see the certificate checks)."""
         state = self.load()
@@ -191,6 +195,7 @@ class Testbed:
                 kafka_version=version or distribution.KAFKA_VERSION,
                 auto_leader_rebalance=auto_leader_rebalance,
                 security_mode=security_mode or "plaintext",
+                racks=racks or 0,
             )
             if certificate_days is not None:
                 if certificate_days <= 0:
@@ -198,7 +203,10 @@ class Testbed:
                 state.certificate_days = certificate_days
                 self._save(state)
         else:
-            broker_config.check_same_shape(state, self.state_dir, brokers, controllers, security_mode)
+            broker_config.check_same_shape(state, self.state_dir, brokers, controllers, security_mode, racks)
+        if extra := node_config:
+            state.extra = {**state.extra, **extra}
+            self._save(state)
         broker_config.write_configs(state, self.state_dir, self.material(state))
         # Dedicated controllers first: a broker that cannot register with the quorum within
         # initial.broker.registration.timeout.ms (60 s) exits, and formatting and starting three
@@ -218,6 +226,7 @@ class Testbed:
         kafka_version: str,
         auto_leader_rebalance: bool,
         security_mode: str,
+        racks: int = 0,
     ) -> TestbedState:
         """A new cluster's state, recorded once every port it needs is free."""
         if brokers < 1:
@@ -225,7 +234,7 @@ class Testbed:
         if controllers is not None and controllers < 0:
             raise TestbedError("--controllers must be 0 (combined nodes) or more")
         nodes, voters = broker_config.new_layout(
-            brokers, controllers or 0, base_port, security_mode != "plaintext"
+            brokers, controllers or 0, base_port, security_mode != "plaintext", racks
         )
         state = TestbedState(
             brokers=nodes,
@@ -234,6 +243,7 @@ class Testbed:
             kafka_version=kafka_version,
             auto_leader_rebalance=auto_leader_rebalance,
             security=security_mode,
+            racks=racks,
         )
         for b in state.nodes:
             for port in (p for p in (b.port, b.controller_port, b.internal_port) if p):

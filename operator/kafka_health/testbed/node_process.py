@@ -22,6 +22,7 @@ Three rules keep it from happening:
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 import time
@@ -122,3 +123,29 @@ def wait_exit(pid: int, timeout: float) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def process_start_time(pid: int) -> str | None:
+    """When the process started, from /proc (so startedAt survives a stand-in restart)."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[19])
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime")
+        )
+    except (OSError, ValueError, StopIteration, IndexError):
+        return None
+    started = boot + ticks / os.sysconf("SC_CLK_TCK")
+    return dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def reap_children() -> None:
+    """Brokers we started and someone else stopped are our zombies until reaped."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return

@@ -148,8 +148,12 @@ class PodLayout:
 DEFAULT_LAYOUT = PodLayout()
 
 
+def rfc3339(at: dt.datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(dt.datetime.now(dt.UTC))
 
 
 def is_ready(pod: Any) -> bool:

@@ -18,9 +18,12 @@ As the **kubelet** it reports each pod's status from the broker process (Ready o
 broker serves; containerID `testbed://<pid>`), and when a pod is deleted it stops that broker
 with SIGTERM (a controlled shutdown) and then finishes the deletion. As the **StatefulSet
 controller** it then recreates the pod (not Ready), starts the broker again and marks the pod
-Ready once the broker is registered in the cluster's metadata. A broker that cannot start
+Ready once the broker is registered in the cluster's metadata (pods deleted together restart
+together: `podManagementPolicy: Parallel`, what a batched roll needs). A broker that cannot start
 leaves its pod not Ready. Unlike a kubelet it never restarts a broker that stops on its own:
-fault injection (`kafka-health testbed broker stop 1`) owns that, and the pod just reports it.
+fault injection (`kafka-health testbed broker stop 1`) owns that, and the pod just reports it --
+except after `testbed broker oom-kill N`, which it restarts in the same pod as a kubelet does
+after an OOM kill (restartCount + 1, lastState OOMKilled exit 137: `pod_status`).
 
 `kafka-health testbed up --k8s` starts it detached (`testbed standin`, a hidden subcommand);
 its pid is in `<state dir>/k8s/standin.json`, its log in `<state dir>/logs/standin.log`.
@@ -31,7 +34,6 @@ Names, labels and layouts: `pod_layout`; the handle that starts and stops it: `s
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
 import os
 import queue
@@ -46,6 +48,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
 from kafka_health.testbed.cluster import BrokerState, Testbed, TestbedError, _port_open
+from kafka_health.testbed.node_process import reap_children
 from kafka_health.testbed.pod_layout import (
     CONTAINER,
     DEFAULT_LAYOUT,
@@ -54,7 +57,14 @@ from kafka_health.testbed.pod_layout import (
     PodLayout,
     PodSet,
     is_ready,
-    now_rfc3339,
+)
+from kafka_health.testbed.pod_status import (
+    container_status,
+    oom_killed_state,
+    restart_count,
+    running_since,
+    status_body,
+    take_oom_killed,
 )
 
 log = logging.getLogger("kafka_health.testbed.standin")
@@ -87,6 +97,7 @@ class PodStandIn:
         self._known: dict[str, str] = {}  # pod name -> uid of the incarnation we keep
         self._sts_uid: dict[str, str] = {}  # StatefulSet name -> uid
         self._sts_status: dict[str, dict[str, int]] = {}
+        self._restarting: dict[int, threading.Thread] = {}  # broker id -> its pod's restart in progress
 
     # ---------------------------------------------------------------- loop
     def run(self) -> None:
@@ -100,7 +111,7 @@ class PodStandIn:
                 failures += 1
                 if failures == 1 or failures % 30 == 0:
                     log.warning("reconcile failed (%d in a row): %s", failures, exc, exc_info=failures == 1)
-            _reap_children()
+            reap_children()
             try:
                 self._wake.get(timeout=self.probe_period)
                 while not self._wake.empty():
@@ -144,14 +155,16 @@ class PodStandIn:
                 self.namespace, label_selector=sts.selector, _request_timeout=10
             ).items
         }
+        deleted: list[tuple[BrokerState, Any]] = []
         for b in nodes:
             if self.stopping.is_set():
                 return
+            if self._busy(b.id):
+                continue  # its restart (below) owns the pod until the broker serves again
             name = sts.pod(b.id)
             pod = pods.get(name)
             if pod is not None and pod.metadata.deletion_timestamp is not None:
-                self._kill_container(b, pod)
-                self._replace(b)
+                deleted.append((b, pod))
             elif pod is None and name in self._known:
                 # Deleted with grace 0 (kubectl delete --force): the container is gone with it.
                 log.info("pod %s was removed; stopping broker %d (SIGTERM)", name, b.id)
@@ -165,7 +178,24 @@ class PodStandIn:
             else:
                 self._known[name] = pod.metadata.uid
                 self._probe(b, pod)
+        # podManagementPolicy Parallel: each deleted pod is stopped and recreated on its own thread,
+        # at once, whatever the others do (a pod deleted while another restarts does not wait for it).
+        for b, pod in deleted:
+            t = threading.Thread(target=self._restart, args=(b, pod), daemon=True, name=f"restart-{b.id}")
+            self._restarting[b.id] = t
+            t.start()
         self._update_statefulset_status(sts, len(nodes))
+
+    def _busy(self, broker_id: int) -> bool:
+        t = self._restarting.get(broker_id)
+        return t is not None and t.is_alive()
+
+    def _restart(self, b: BrokerState, pod: Any) -> None:
+        try:
+            self._kill_container(b, pod)
+            self._replace(b)
+        finally:
+            self._wake.put("restarted")  # the next pass reports the StatefulSet's status
 
     # ---------------------------------------------------------------- the kubelet's part
     def _kill_container(self, b: BrokerState, pod: Any) -> None:
@@ -193,6 +223,13 @@ class PodStandIn:
         ready = proc == "up" and _port_open(b.port or b.controller_port)
         if ready and not is_ready(pod):
             ready = self._serves(b, timeout=3)  # becoming Ready: insist on registration in the cluster
+        if proc == "down" and (killed_at := take_oom_killed(self.testbed.state_dir, b.id)):
+            t = threading.Thread(
+                target=self._restart_in_place, args=(b, pod, killed_at), daemon=True, name=f"oom-{b.id}"
+            )
+            self._restarting[b.id] = t
+            t.start()
+            return
         pid = b.pid if proc != "down" else None
         waiting = "BrokerDown" if proc == "down" else None
         current = _container_id(pod)
@@ -201,6 +238,24 @@ class PodStandIn:
             self._patch_status(
                 pod.metadata.name, self._status_body(pod, ready=ready, pid=pid, waiting=waiting)
             )
+
+    def _restart_in_place(self, b: BrokerState, pod: Any, killed_at: str) -> None:
+        """The kubelet after an OOM kill (pod_status): the same pod, restartCount + 1,
+        lastState terminated OOMKilled exit 137, the broker started again and Ready once it serves."""
+        name = pod.metadata.name
+        try:
+            last = oom_killed_state(killed_at, running_since(pod))
+            log.info("pod %s: broker %d OOM-killed; restarting it in place", name, b.id)
+            pod = self._patch_status(
+                name,
+                self._status_body(
+                    pod, ready=False, pid=None, waiting="ContainerCreating", last_state=last,
+                    restarts=restart_count(pod) + 1,
+                ),
+            )  # fmt: skip
+            self._start_and_serve(b, name, pod)
+        finally:
+            self._wake.put("restarted")
 
     # ---------------------------------------------------------------- the StatefulSet controller's part
     def _set_of(self, b: BrokerState) -> PodSet:
@@ -216,6 +271,11 @@ class PodStandIn:
         pod = self._patch_status(
             name, self._status_body(pod, ready=False, pid=None, waiting="ContainerCreating")
         )
+        self._start_and_serve(b, name, pod, t0)
+
+    def _start_and_serve(self, b: BrokerState, name: str, pod: Any, t0: float | None = None) -> None:
+        """Start the pod's broker; Ready once it serves, else not Ready with BrokerDown."""
+        t0 = time.monotonic() if t0 is None else t0
         try:
             self.testbed.start(b.id, wait=False)
             pid = self.testbed.broker(self.testbed.require(), b.id).pid
@@ -327,6 +387,7 @@ class PodStandIn:
                 },
                 "spec": {
                     "replicas": replicas,
+                    "podManagementPolicy": "Parallel",
                     "serviceName": which.name,
                     "selector": {"matchLabels": which.labels},
                     "template": {"metadata": {"labels": which.labels}, "spec": self._pod_spec(None)},
@@ -367,89 +428,13 @@ class PodStandIn:
             name, self.namespace, {"status": status}, _content_type="application/merge-patch+json"
         )
 
-    def _status_body(
-        self, pod: Any, *, ready: bool, pid: int | None, waiting: str | None = None
-    ) -> dict[str, Any]:
-        """A kubelet-like status; condition transition times are kept when the condition did not change."""
-        now = now_rfc3339()
-        previous = {c.type: c for c in ((pod.status.conditions if pod.status else None) or [])}
-
-        def condition(kind: str, value: bool) -> dict[str, Any]:
-            status = "True" if value else "False"
-            old = previous.get(kind)
-            since = old.last_transition_time if old is not None and old.status == status else None
-            return {
-                "type": kind,
-                "status": status,
-                "lastTransitionTime": since.strftime("%Y-%m-%dT%H:%M:%SZ") if since else now,
-            }
-
-        if pid is not None:
-            state: dict[str, Any] = {"running": {"startedAt": _process_start(pid) or now}}
-        else:
-            messages = {
-                "BrokerDown": "the testbed broker is not running; the stand-in does not restart it "
-                "(`kafka-health testbed broker start N`, or delete the pod)",
-                "Terminating": "stopping the broker (SIGTERM)",
-                "ContainerCreating": "starting the broker",
-            }
-            reason = waiting or "ContainerCreating"
-            state = {"waiting": {"reason": reason, "message": messages.get(reason, reason)}}
-        start_time = pod.status.start_time if pod.status and pod.status.start_time else None
-        return {
-            "phase": "Running",
-            "hostIP": "127.0.0.1",
-            "startTime": start_time.strftime("%Y-%m-%dT%H:%M:%SZ") if start_time else now,
-            "conditions": [
-                condition("PodScheduled", True),
-                condition("Initialized", True),
-                condition("ContainersReady", ready),
-                condition("Ready", ready),
-            ],
-            "containerStatuses": [
-                {
-                    "name": CONTAINER,
-                    "image": f"apache/kafka:{self.testbed.require_version()}",
-                    "imageID": "",
-                    "containerID": f"testbed://{pid}" if pid else None,
-                    "ready": ready,
-                    "started": pid is not None,
-                    "restartCount": 0,
-                    "state": state,
-                }
-            ],
-        }
+    def _status_body(self, pod: Any, **kw: Any) -> dict[str, Any]:
+        return status_body(pod, image=f"apache/kafka:{self.testbed.require_version()}", **kw)
 
 
 def _container_id(pod: Any) -> str | None:
-    statuses = (pod.status.container_statuses if pod.status else None) or []
-    return next((s.container_id for s in statuses if s.name == CONTAINER), None)
-
-
-def _process_start(pid: int) -> str | None:
-    """When the process started, from /proc (so startedAt survives a stand-in restart)."""
-    try:
-        ticks = int(Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[19])
-        boot = next(
-            float(line.split()[1])
-            for line in Path("/proc/stat").read_text().splitlines()
-            if line.startswith("btime")
-        )
-    except (OSError, ValueError, StopIteration, IndexError):
-        return None
-    started = boot + ticks / os.sysconf("SC_CLK_TCK")
-    return dt.datetime.fromtimestamp(started, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _reap_children() -> None:
-    """Brokers we started and someone else stopped are our zombies until reaped."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    c = container_status(pod)
+    return c.container_id if c is not None else None
 
 
 def run_forever(

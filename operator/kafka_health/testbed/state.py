@@ -20,6 +20,7 @@ class BrokerState:
     pid: int | None = None
     internal_port: int | None = None  # the PLAINTEXT inter-broker listener of a secured testbed
     role: str = "broker,controller"  # process.roles: combined, "broker" or "controller"
+    rack: str | None = None  # broker.rack (`testbed up --racks`); recorded, so a restart keeps it
 
 
 @dataclass
@@ -33,6 +34,7 @@ class TestbedState:
     security: str = "plaintext"  # one of security.MODES: how the client listener is secured
     controllers: list[BrokerState] = field(default_factory=list)  # dedicated controller-only nodes
     certificate_days: float = 825.0  # validity of the broker certificates a TLS testbed issues
+    racks: int = 0  # `testbed up --racks`: broker i has broker.rack rack-<i mod racks>; 0: none
 
     @property
     def nodes(self) -> list[BrokerState]:

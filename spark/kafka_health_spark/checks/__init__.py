@@ -82,6 +82,7 @@ def all_checks() -> list[Check]:
         quorum,
         reassignment,
         rebalance,
+        reconciliation,
         replication,
         transactions,
     )
@@ -93,6 +94,7 @@ def all_checks() -> list[Check]:
         *flapping.CHECKS,
         *lag.CHECKS,
         *rebalance.CHECKS,
+        *reconciliation.CHECKS,
         *disk.CHECKS,
         *durability.CHECKS,
         *quorum.CHECKS,

@@ -565,3 +565,25 @@ def test_only_enforce_within_every_guardrail_acts(
     assert decision.reason
     chosen = 0 if decision.action is None else 1
     assert chosen <= 1
+
+
+def test_a_roll_plan_with_max_concurrent_shows_its_batches_and_why() -> None:
+    """maxConcurrent 2 (batchBy Rack): the plan's details list each batch, a rack at a time, with
+    why; at 1 they list none and say "one at a time"."""
+    from tests.unit.test_roll_batches import SIX, cluster, rack_aware
+
+    snap = cluster(SIX, rack_aware())
+    rolling = {"requireMaintenanceWindow": False, "requests": [{"id": "r1"}]}
+    batched = plan(context(spec(mode="Enforce", rollingRestart={**rolling, "maxConcurrent": 2}), snap))
+    assert batched.verdict is Verdict.ACT and batched.action is not None
+    details = batched.action.details
+    assert "(up to 2 together, below;" in details[0]
+    batches = [d for d in details if d.startswith("batchBy Rack: batch ")]
+    assert batches == [
+        "batchBy Rack: batch 1: 1, 2 — rack a: 2 brokers, no partition loses more than its ISR allows",
+        "batchBy Rack: batch 2: 3, 4 — rack b: 2 brokers, no partition loses more than its ISR allows",
+        "batchBy Rack: batch 3: 5, 6 — rack c: 2 brokers, no partition loses more than its ISR allows",
+    ]
+    alone = plan(context(spec(mode="Enforce", rollingRestart=rolling), snap))
+    assert alone.action is not None and "(one at a time;" in alone.action.details[0]
+    assert not any(d.startswith("batchBy") for d in alone.action.details)

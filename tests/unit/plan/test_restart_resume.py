@@ -22,6 +22,7 @@ from kafka_health.plan.restart_resume import (
     begun_before,
     halt_advice,
     restart_begun,
+    restarts_begun,
     resume_step,
 )
 from kafka_health.plan.restart_safety import never_safe_verdict
@@ -111,17 +112,20 @@ def result(
 
 def test_begun_before_reads_the_last_roll_that_ran_and_ended() -> None:
     halted = result("r1", RequestState.FAILED, 1, BEGUN_2)
-    assert begun_before([halted], "r2") == BEGUN_2
+    assert begun_before([halted], "r2") == [BEGUN_2]
     # The roll now (r2, Running) and requests that never ran (Blocked) say nothing.
-    assert begun_before([halted, result("r2", RequestState.RUNNING, None)], "r2") == BEGUN_2
-    assert begun_before([halted, result("r3", RequestState.BLOCKED, 5)], "r2") == BEGUN_2
+    assert begun_before([halted, result("r2", RequestState.RUNNING, None)], "r2") == [BEGUN_2]
+    assert begun_before([halted, result("r3", RequestState.BLOCKED, 5)], "r2") == [BEGUN_2]
     # A later roll that ended: its own record (none) is what counts, whatever the list order.
     later = result("r3", RequestState.SUCCEEDED, 5)
-    assert begun_before([later, halted], "r2") is None
-    assert begun_before([halted, result("r3", RequestState.FAILED, 5)], "r2") is None
+    assert begun_before([later, halted], "r2") == []
+    assert begun_before([halted, result("r3", RequestState.FAILED, 5)], "r2") == []
     # The record of the roll itself (its own earlier halt under the same id) is not read.
-    assert begun_before([halted], "r1") is None
-    assert begun_before(None, "r2") is None and begun_before([], "r2") is None
+    assert begun_before([halted], "r1") == []
+    assert begun_before(None, "r2") == [] and begun_before([], "r2") == []
+    # A halted batch: the first member and the others, all to be checked, none restarted again.
+    batch = halted.model_copy(update={"batch_begun": [RestartBegun(broker=5, pod_uid="uid-5")]})
+    assert begun_before([batch], "r2") == [BEGUN_2, RestartBegun(broker=5, pod_uid="uid-5")]
 
 
 # ------------------------------------------------------------------------ halt_advice
@@ -130,20 +134,20 @@ def request(ids: list[int]) -> str:
 
 
 def test_halt_advice_names_the_broker_in_flight_and_never_repeats_its_restart() -> None:
-    text = halt_advice([0, 2, 1], [0], BEGUN_2, new_request=request)
+    text = halt_advice([0, 2, 1], [0], [BEGUN_2], new_request=request)
     assert text.startswith(
         f"brokers 0 were restarted; broker 2: {BEGUN} (its pod old-uid was deleted); 1 was not."
     )
     assert "add a new request with brokers: [2, 1]" in text
-    assert "broker 2 is not restarted again" in text and "only checks its health" in text
+    assert "broker 2 is not restarted again" in text and "only checks its broker's health" in text
     # Before this change the advice read "2, 1 were not" and asked for a restart of [2, 1].
     assert "2, 1 were not" not in text
 
 
 def test_halt_advice_last_broker_in_flight_and_none_in_flight() -> None:
-    last = halt_advice([0, 1, 2], [0, 1], BEGUN_2, new_request=request)
+    last = halt_advice([0, 1, 2], [0, 1], [BEGUN_2], new_request=request)
     assert f"broker 2: {BEGUN}" in last and "brokers: [2]" in last and "were not" not in last
-    none = halt_advice([0, 2, 1], [0], None, new_request=request)
+    none = halt_advice([0, 2, 1], [0], [], new_request=request)
     assert (
         none
         == "brokers 0 were restarted; 2, 1 were not. To finish: fix what blocked it, then "
@@ -151,9 +155,9 @@ def test_halt_advice_last_broker_in_flight_and_none_in_flight() -> None:
         + "."
     )
     assert BEGUN not in none
-    first = halt_advice([2, 1], [], BEGUN_2, new_request=request)
+    first = halt_advice([2, 1], [], [BEGUN_2], new_request=request)
     assert first.startswith(f"no broker was restarted; broker 2: {BEGUN}")
-    assert halt_advice([0, 1], [0, 1], None, new_request=request) == "brokers 0, 1 were restarted."
+    assert halt_advice([0, 1], [0, 1], [], new_request=request) == "brokers 0, 1 were restarted."
 
 
 # ------------------------------------------------------------------------ never_safe_verdict
@@ -199,21 +203,21 @@ def test_the_operator_and_the_cli_word_a_halt_in_flight_the_same_way() -> None:
     result = halted_result(outcome, clock=lambda: T0)
     assert result.restart_begun == BEGUN_2 and result.brokers_done == [0]
     assert result.message == f"halted at broker 2, {BEGUN} (WaitingUrpZero): broker 2: URP remain"
-    operator = _next_steps(state, result.restart_begun)
+    operator = _next_steps(state, [BEGUN_2])
     assert "brokers: [2, 1]; broker 2 is not restarted again" in operator
     assert "spec.remediation.rollingRestart.requests" in operator
     cli = halt_lines(result, [0, 2, 1])
     assert "run kafka-health restart again with --brokers 2,1 --restart-begun 2=old-uid;" in cli
     assert operator.split(". To finish")[0] == cli.split(". To finish")[0]  # the same facts
     # What the CLI prints, it reads back.
-    assert parse_begun("2=old-uid") == BEGUN_2 and parse_begun(None) is None
+    assert parse_begun("2=old-uid") == [BEGUN_2] and parse_begun(None) == []
     # A halt before the delete names no broker in flight.
     early = current(Step.DELETING_POD)
     refused = halted_result(
         BrokerRestartOutcome(broker=2, result="failed", step=Step.DELETING_POD, message="403", current=early)
     )
     assert refused.restart_begun is None and BEGUN not in (refused.message or "")
-    assert "2, 1 were not" in _next_steps(early, None)
+    assert "2, 1 were not" in _next_steps(early, [])
 
 
 @pytest.mark.parametrize("text", ["2", "two=abc", "2=", "=abc", "2=a b", "-1=abc"])
@@ -222,3 +226,36 @@ def test_restart_begun_option_refuses_malformed_values_naming_the_form(text: str
 
     with pytest.raises(ValueError, match=r"--restart-begun .*BROKER=POD_UID"):
         parse_begun(text)
+
+
+def test_a_batch_halted_in_flight_names_every_member_and_restarts_none_again() -> None:
+    """maxConcurrent > 1: a batch (2 and 5) halts in WaitingUrpZero: both are "restart begun",
+    recorded (restartBegun, batchBegun), advised as health checks only, and the CLI prints both."""
+    from kafka_health.cli.restart_honest import halt_lines, parse_begun
+    from kafka_health.models.policy import BatchMember
+    from kafka_health.remediate.rolling_restart import BrokerRestartOutcome, halted_result
+
+    state = current(Step.WAITING_URP_ZERO).model_copy(
+        update={
+            "brokers_planned": [0, 2, 5, 1],
+            "batch": [BatchMember(broker=2, pod_uid="old-uid"), BatchMember(broker=5, pod_uid="uid-5")],
+        }
+    )
+    five = RestartBegun(broker=5, pod_uid="uid-5")
+    assert restarts_begun(state) == [BEGUN_2, five]
+    outcome = BrokerRestartOutcome(
+        broker=2,
+        result="failed",
+        step=Step.WAITING_URP_ZERO,
+        message="brokers 2, 5: URP remain",
+        current=state,
+    )
+    result = halted_result(outcome, clock=lambda: T0)
+    assert (result.restart_begun, result.batch_begun) == (BEGUN_2, [five])
+    assert result.message is not None and result.message.startswith(f"halted at brokers 2, 5, {BEGUN}")
+    cli = halt_lines(result, [0, 2, 5, 1])
+    assert "--brokers 2,5,1 --restart-begun 2=old-uid,5=uid-5;" in cli
+    assert "brokers 2, 5 are not restarted again" in cli and "1 was not" in cli
+    assert parse_begun("2=old-uid,5=uid-5") == [BEGUN_2, five]
+    # Before the delete of a batch (CheckingSafety, DeletingPod) nothing began.
+    assert restarts_begun(state.model_copy(update={"step": Step.DELETING_POD})) == []

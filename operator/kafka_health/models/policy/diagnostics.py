@@ -121,6 +121,16 @@ class RebalanceStormCheck(WindowedCheck):
     )
 
 
+class ReconciliationCheck(Check):
+    """Consumer-protocol group members (KIP-848) stuck reconciling their assignment with their target."""
+
+    stuck_after: PositiveDuration = Field(
+        "5m",
+        description="A member whose assignment has differed from its target for this long is stuck "
+        "(e.g. blocked in its rebalance callback, or not polling).",
+    )
+
+
 class DiskUsageCheck(Check):
     """Disk usage per broker and time to full."""
 
@@ -229,6 +239,9 @@ class Checks(SpecModel):
     leader_flapping: LeaderFlappingCheck = section(LeaderFlappingCheck, "Leader and ISR churn.")
     consumer_lag: ConsumerLagCheck = section(ConsumerLagCheck, "Consumer group lag.")
     rebalance_storm: RebalanceStormCheck = section(RebalanceStormCheck, "Groups that keep rebalancing.")
+    reconciliation: ReconciliationCheck = section(
+        ReconciliationCheck, "Group members stuck reconciling their assignment (KIP-848 groups)."
+    )
     disk_usage: DiskUsageCheck = section(DiskUsageCheck, "Log dir usage and time to full.")
     durability: DurabilityCheck = section(DurabilityCheck, "Replication factor, min ISR, unclean election.")
     quorum: QuorumCheck = section(QuorumCheck, "KRaft quorum health and missing brokers.")

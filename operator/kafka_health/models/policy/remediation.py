@@ -183,6 +183,12 @@ class RestartTimeouts(SpecModel):
         "5m", description="For the broker to register with the cluster again."
     )
     urp_zero: PositiveDuration = Field("15m", description="For under-replicated partitions to return to 0.")
+    leadership: PositiveDuration = Field(
+        "1m",
+        description="For the broker's leaderships to move to other in-sync replicas before its restart, and "
+        "back after (drainLeadership). Not a halt: past it the restart goes ahead (its controlled shutdown "
+        "moves what is left), or the roll goes on (the post-roll election gives back what is left).",
+    )
     safe_to_restart: PositiveDuration = Field(
         "15m",
         description="Between brokers: for the next broker to become safe to restart (every restart safety "
@@ -218,6 +224,16 @@ class ReassignmentsInFlight(StrEnum):
     rule 5, up to timeouts.reassignment)."""
 
 
+class BatchBy(StrEnum):
+    """Which brokers a roll with maxConcurrent > 1 may restart together."""
+
+    RACK = "Rack"
+    """Only brokers of one rack (broker.rack) go together: with rack-aware replicas a rack holds at
+    most one replica of a partition."""
+    NONE = "None"
+    """Any brokers, as long as the batch rule holds for every partition."""
+
+
 class RollingRestart(SpecModel):
     """Rolling broker restarts: one broker at a time, each gated by the restart safety rules."""
 
@@ -227,6 +243,35 @@ class RollingRestart(SpecModel):
     timeouts: RestartTimeouts = section(RestartTimeouts, "Timeouts after each broker restart.")
     pause_between_brokers: Duration = Field(
         "30s", description="Wait after a broker is healthy before the next."
+    )
+    drain_leadership: bool = Field(
+        False,
+        description="Before each broker's pod is deleted, move its leaderships to in-sync replicas (a replica "
+        "reorder that moves no data, then a preferred election), and restore them once it is back in every "
+        "ISR (needs ALTER on CLUSTER). Off by default: measured on the testbed it does not lower the worst "
+        "producer latency of a roll yet (docs/remediation-rolling-restart.md). false: leaderships move by "
+        "each broker's controlled shutdown.",
+    )
+    max_concurrent: int = Field(
+        1,
+        ge=1,
+        le=100,
+        description="Brokers restarted together (a batch). 1 (default): one at a time. Above 1: brokers go "
+        "together only when, between them, they hold no more replicas of any partition than its ISR can lose "
+        "while staying at or above min.insync.replicas (never its last in-sync replica), re-checked on live "
+        "state before each batch; KRaft voters (controllers, combined nodes) always go alone, the active "
+        "controller last. A batch refused on live state restarts its first broker alone.",
+    )
+    batch_by: BatchBy = Field(
+        BatchBy.RACK,
+        description="With maxConcurrent > 1, Rack (default): a batch holds brokers of one rack only "
+        "(broker.rack). None: any brokers the batch rule allows.",
+    )
+    diagnosis_interval: Duration = Field(
+        "2m",
+        description="While a roll is in flight, the full diagnosis runs at most this often (never more often "
+        "than spec.diagnostics.interval): the restarting brokers get the CPU it would take. The roll itself "
+        "re-checks the restart safety rules on live Kafka state before each broker regardless.",
     )
     post_roll_preferred_election: bool = Field(
         True, description="After the last broker, elect preferred leaders for the restarted brokers."

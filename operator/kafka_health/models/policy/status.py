@@ -130,19 +130,24 @@ class IncidentSummary(StatusModel):
 class RemediationStep(StrEnum):
     """status.currentRemediation.step: where the executor in flight is (one enum for every action).
 
-    Rolling restart, per broker: CheckingSafety → DeletingPod → WaitingPodReady →
-    WaitingBrokerRegistered → WaitingUrpZero, then WaitingForSafety between brokers (the pause,
-    the wait for the next broker to be safe) and Done after the last one. Preferred leader
+    Rolling restart, per broker: CheckingSafety → DrainingLeadership → DeletingPod →
+    WaitingPodReady → WaitingBrokerRegistered → WaitingUrpZero → RestoringLeadership, then
+    WaitingForSafety between brokers (the pause, the wait for the next broker to be safe) and
+    Done after the last one (the two leadership steps only with rollingRestart.drainLeadership). Preferred leader
     election: Electing. Offset reset: ResettingOffsets. Transaction abort: AbortingTransaction."""
 
     WAITING_FOR_SAFETY = "WaitingForSafety"
     """Rolling restart, between brokers: waiting for the next broker to be safe to restart (the pause
     between brokers, or the live re-check refused it); nothing is being touched."""
     CHECKING_SAFETY = "CheckingSafety"
+    DRAINING_LEADERSHIP = "DrainingLeadership"
+    """Rolling restart: moving the broker's leaderships to in-sync replicas before its pod is deleted."""
     DELETING_POD = "DeletingPod"
     WAITING_POD_READY = "WaitingPodReady"
     WAITING_BROKER_REGISTERED = "WaitingBrokerRegistered"
     WAITING_URP_ZERO = "WaitingUrpZero"
+    RESTORING_LEADERSHIP = "RestoringLeadership"
+    """Rolling restart: the broker back in every ISR; its replica orders and preferred leaderships restored."""
     DONE = "Done"
     ELECTING = "Electing"
     RESETTING_OFFSETS = "ResettingOffsets"
@@ -152,6 +157,25 @@ class RemediationStep(StrEnum):
 _LEGACY_STEPS = {"WaitingSafe": RemediationStep.WAITING_FOR_SAFETY}
 """Step values earlier versions persisted, read as today's (status written before the enum)."""
 _LEGACY_POD_UID = re.compile(r"podUid=([0-9a-fA-F-]+)")
+
+
+class DrainedPartition(StatusModel):
+    """A partition whose replica order a leadership drain changed, with the order to put back."""
+
+    topic: str = Field(description="The topic.")
+    partition: int = Field(ge=0, description="The partition.")
+    replicas: list[int] = Field(
+        min_length=1, description="Its replica order before the drain (restored after)."
+    )
+
+
+class BatchMember(StatusModel):
+    """A broker of the batch in flight, with the uid of its pod as recorded before the delete."""
+
+    broker: int = Field(description="The node id.")
+    pod_uid: str | None = Field(
+        None, description="The uid of its pod being replaced (set before the delete, which carries it)."
+    )
 
 
 class CurrentRemediation(StatusModel):
@@ -177,6 +201,12 @@ class CurrentRemediation(StatusModel):
         None, description="Rolling restart: brokers restarted and healthy again."
     )
     current_broker: int | None = Field(None, description="Rolling restart: the broker being restarted now.")
+    batch: list[BatchMember] | None = Field(
+        None,
+        max_length=100,
+        description="Rolling restart with maxConcurrent > 1: the brokers restarted together (currentBroker is "
+        "the first), each with its pod uid; a resumed operator continues the batch at its step.",
+    )
     pod_uid: str | None = Field(
         None,
         description="Rolling restart: the uid of the broker's pod being replaced (recorded before the delete, "
@@ -201,6 +231,12 @@ class CurrentRemediation(StatusModel):
     )
     never_safe_count: int | None = Field(
         None, ge=0, description="Rolling restart: how many such partitions there are in all."
+    )
+    drained: list[DrainedPartition] | None = Field(
+        None,
+        description="Rolling restart: partitions whose replica order the leadership drain of the broker in "
+        "flight changed (its original order, written before the change): restored once the broker is back "
+        "in every ISR, also by an operator that resumes the roll.",
     )
     last_broker_finished_at: AwareDatetime | None = Field(
         None,
@@ -302,6 +338,13 @@ class RollingRestartResult(StatusModel):
         description="A halted roll: the broker in flight, restart begun (pod deleted), not confirmed healthy. "
         "A new request that names it checks its health instead of restarting it again, while its pod is "
         "not the one deleted.",
+    )
+    batch_begun: list[RestartBegun] | None = Field(
+        None,
+        max_length=100,
+        description="A roll halted with a batch in flight (maxConcurrent > 1): the other members whose restart "
+        "began, as restartBegun is for the first; a new request checks their health instead of restarting "
+        "them again.",
     )
 
 
