@@ -4,8 +4,9 @@
 - `k8s_api` (session): a `kubernetes.client.ApiClient` for the admin user of that control plane.
 - `k8s_namespace`: a fresh namespace name per test (never reused: without a controller-manager a
   deleted namespace stays Terminating forever).
-- `broker_pods` (session): the pod stand-in running for the session's Kafka `testbed`, every
-  broker pod Ready; yields the `StandIn` handle.
+- `pod_standin` (session): the pod stand-in running for the session's Kafka `testbed`.
+- `broker_pods`: that stand-in, every broker pod Ready when the test starts (an earlier test on
+  the worker may have deleted or killed one: its replacement is waited for); yields the `StandIn`.
 
 The control plane lives in KAFKA_HEALTH_TEST_TESTBED_DIR when set (beside the Kafka cluster, so
 `kafka-health testbed down --purge --state-dir <dir>` removes everything), else in a temporary
@@ -71,9 +72,16 @@ def k8s_namespace(k8s_api: client.ApiClient, request: pytest.FixtureRequest) -> 
 
 
 @pytest.fixture(scope="session")
-def broker_pods(testbed: Testbed, k8s_control_plane: ControlPlane) -> Iterator[StandIn]:
+def pod_standin(testbed: Testbed, k8s_control_plane: ControlPlane) -> Iterator[StandIn]:
     standin = StandIn(testbed.state_dir, k8s_control_plane.kubeconfig)
     standin.start()
     yield standin
     if not _keep():
         standin.stop()
+
+
+@pytest.fixture
+def broker_pods(pod_standin: StandIn) -> StandIn:
+    """Every broker pod Ready now, whatever the worker's previous test left being recreated."""
+    pod_standin.wait_pods_ready(timeout=180)
+    return pod_standin
