@@ -93,21 +93,26 @@ def diagnose(
         WINDOW w AS (PARTITION BY group_id, topic, partition ORDER BY ts)),
       a AS (
         SELECT group_id, topic, partition, count(*) AS samples, max(ts) AS last_ts, arg_max(lag, ts) AS lag,
+               arg_max(committed_offset, ts) AS committed_offset, arg_max(log_end_offset, ts) AS log_end_offset,
                min(lag) AS min_lag, sum((committed_offset < prev_c)::INT) AS rewinds,
                min(committed_offset) AS min_c, max(committed_offset) AS max_c,
                sum((lag < prev_lag)::INT) AS decreases
         FROM r GROUP BY ALL),
       b AS (
-        SELECT a.*, g.members,
+        SELECT a.*, g.members, o.last_stable_offset,
+          CASE WHEN o.last_stable_offset IS NOT NULL THEN greatest(o.last_stable_offset - a.committed_offset, 0) END AS stable_lag,
+          (a.committed_offset = o.last_stable_offset AND o.last_stable_offset < a.log_end_offset) AS held,
           CASE WHEN samples < {t.lag_min_samples} THEN (CASE WHEN lag >= {t.lag_warn_messages} THEN 'WARN' ELSE 'OK' END)
                WHEN lag <= 0 OR min_lag <= 0 THEN 'OK'
                WHEN rewinds > 0 THEN 'REWIND'
                WHEN min_c = max_c THEN (CASE WHEN coalesce(g.members, 0) > 0 THEN 'STALL' ELSE 'STOP' END)
                WHEN decreases = 0 THEN 'WARN'
                ELSE 'OK' END AS burrow
-        FROM a LEFT JOIN groups g USING (group_id) WHERE last_ts = {ts_now})
-      SELECT * EXCLUDE (burrow),
+        FROM a LEFT JOIN groups g USING (group_id) LEFT JOIN offsets o USING (topic, partition)
+        WHERE last_ts = {ts_now})
+      SELECT * EXCLUDE (burrow, held),
         CASE WHEN burrow IN ('OK', 'WARN') AND lag >= {t.lag_critical_messages} THEN 'CRITICAL_LAG'
+             WHEN burrow = 'STALL' AND coalesce(held, false) THEN 'BLOCKED'
              ELSE burrow END AS status
       FROM b;
 

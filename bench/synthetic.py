@@ -193,6 +193,7 @@ def snapshot(shape: Shape, k: int | None = None) -> ClusterSnapshot:
             partition=i % PARTITIONS_PER_TOPIC,
             log_start_offset=int(start[0, i]) if i < consumed else 0,
             log_end_offset=int(end[0, i]) if i < consumed else 1000,
+            last_stable_offset=int(end[0, i]) if i < consumed else 1000,  # no open transaction
         )
         for i in range(n)
     ]

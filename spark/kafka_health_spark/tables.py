@@ -42,7 +42,15 @@ TOPIC_CONFIGS = pa.schema(
         ("follower_replication_throttled_replicas", STR),
     ]
 )
-OFFSETS = pa.schema([("topic", STR), ("partition", I32), ("log_start_offset", I64), ("log_end_offset", I64)])
+OFFSETS = pa.schema(
+    [
+        ("topic", STR),
+        ("partition", I32),
+        ("log_start_offset", I64),
+        ("log_end_offset", I64),
+        ("last_stable_offset", I64),
+    ]
+)
 GROUPS = pa.schema([("group_id", STR), ("state", STR), ("members", I32), ("member_hash", STR)])
 GROUP_OFFSETS = pa.schema([("group_id", STR), ("topic", STR), ("partition", I32), ("committed_offset", I64)])
 LOG_DIRS = pa.schema(
@@ -216,6 +224,7 @@ def _offsets(s: ClusterSnapshot) -> pa.Table:
             "partition": [o.partition for o in s.offsets],
             "log_start_offset": [o.log_start_offset for o in s.offsets],
             "log_end_offset": [o.log_end_offset for o in s.offsets],
+            "last_stable_offset": [o.last_stable_offset for o in s.offsets],
         },
     )
 

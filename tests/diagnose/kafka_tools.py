@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from confluent_kafka import Producer
+from confluent_kafka import IsolationLevel, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import OffsetSpec
 
 from kafka_health.cli.diagnose import collect
 from kafka_health.collect.connection import ConnectionConfig
 from kafka_health.models.snapshot import ClusterSnapshot
+from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 
 TopicPartition = tuple[str, int]
@@ -65,3 +68,24 @@ def topic_configs(testbed: Testbed, topic: str) -> dict[str, str]:
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+def stable_and_end(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
+    """The partition's last stable offset and high watermark, as the broker answers ListOffsets."""
+    admin = faults.admin(bootstrap)
+    tp = KafkaTopicPartition(topic, partition)
+    out = []
+    for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
+        answer = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level)
+        out.append(answer[tp].result().offset)
+    return out[0], out[1]
+
+
+def transaction_starts(testbed: Testbed, topic: str, partition: int) -> set[int]:
+    """`kafka-transactions describe-producers`: the CurrentTransactionStartOffset of each producer
+    with an open transaction on the partition."""
+    args = ["describe-producers", "--topic", topic, "--partition", str(partition)]
+    out = testbed.tool("kafka-transactions", args)
+    assert out.returncode == 0, out.stderr
+    rows = re.findall(r"^\d+\s+\d+\s+-?\d+\s+-?\d+\s+\d+\s+(-?\d+)\s*$", out.stdout, re.M)
+    return {int(start) for start in rows if int(start) >= 0}

@@ -18,8 +18,6 @@ import time
 from datetime import timedelta
 
 import pytest
-from confluent_kafka import IsolationLevel, TopicPartition
-from confluent_kafka.admin import OffsetSpec
 from pyspark.sql import SparkSession
 from typer.testing import CliRunner, Result
 
@@ -32,6 +30,7 @@ from kafka_health.testbed import faults
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.transactions import VERIFICATION, hang, left_open
 from kafka_health_spark.thresholds import Thresholds
+from tests.diagnose.kafka_tools import stable_and_end
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -49,17 +48,6 @@ def find_hanging(tb: Testbed, topic: str) -> set[tuple[str, int, int, int]]:
     assert out.returncode == 0, out.stderr
     rows = re.findall(r"^(\S+)\s+(\d+)\s+(\d+)\s+\d+\s+-?\d+\s+(\d+)\s+\d+\s+\d+\s*$", out.stdout, re.M)
     return {(t, int(p), int(pid), int(start)) for t, p, pid, start in rows}
-
-
-def stable_and_end(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
-    """The partition's last stable offset and high watermark, as the broker answers ListOffsets."""
-    admin = faults.admin(bootstrap)
-    tp = TopicPartition(topic, partition)
-    out = []
-    for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
-        answer = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level)
-        out.append(answer[tp].result().offset)
-    return out[0], out[1]
 
 
 def abort(bootstrap: str, topic: str, partition: int, offset: int, minutes: int, *extra: str) -> Result:

@@ -128,9 +128,18 @@ def group(
     )
 
 
-def end_offsets(ends: dict[tuple[str, int], int], start: int = 0) -> list[PartitionOffsets]:
+def end_offsets(
+    ends: dict[tuple[str, int], int], start: int = 0, stable: dict[tuple[str, int], int] | None = None
+) -> list[PartitionOffsets]:
+    """Log start `start` and end `ends`; the last stable offset from `stable` (unread without)."""
     return [
-        PartitionOffsets(topic=t, partition=p, log_start_offset=start, log_end_offset=e)
+        PartitionOffsets(
+            topic=t,
+            partition=p,
+            log_start_offset=start,
+            log_end_offset=e,
+            last_stable_offset=(stable or {}).get((t, p)),
+        )
         for (t, p), e in ends.items()
     ]
 

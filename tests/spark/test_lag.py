@@ -83,14 +83,62 @@ def test_partition_and_group_findings_carry_the_lag(spark: SparkSession, tmp_pat
     assert part.evidence == {
         "status": "STALL",
         "lag": 500,
+        "stable_lag": None,  # the last stable offset was not read
         "committed_offset": 100,
         "log_end_offset": 600,
+        "last_stable_offset": None,
         "samples": 5,
         "members": 1,
     }
     assert part.severity is Severity.CRITICAL
     assert grp.subject.group == "g" and grp.evidence["total_lag"] == 500
     assert grp.evidence["max_lag_partition"] == "t-0"
+
+
+def stalled_with_stable(
+    spark: SparkSession, tmp_path: Path, stable: int, state: str = "Stable"
+) -> list[Finding]:
+    """Group g stalled at 100 on t-0 (log end 600 now), the last stable offset `stable` now."""
+    history, now = series([100] * 5, [200, 300, 400, 500, 600], state)
+    record(tmp_path, history)
+    now = now.model_copy(update={"offsets": end_offsets({("t", 0): 600}, stable={("t", 0): stable})})
+    return check_findings(spark, lag.consumer_lag, now, tmp_path)
+
+
+def test_a_group_at_the_last_stable_offset_is_blocked_by_a_transaction(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    by_kind = {f.subject.kind: f for f in stalled_with_stable(spark, tmp_path, stable=100)}
+    part, grp = by_kind[SubjectKind.PARTITION], by_kind[SubjectKind.GROUP]
+    assert (part.evidence["status"], part.severity) == ("BLOCKED", Severity.CRITICAL)
+    assert (part.evidence["lag"], part.evidence["stable_lag"], part.evidence["last_stable_offset"]) == (
+        500,
+        0,
+        100,
+    )
+    assert "last stable 100: an open transaction" in part.message
+    assert "abort-transaction" in (part.remediation or "")
+    assert grp.evidence["status"] == "BLOCKED"
+
+
+@pytest.mark.parametrize(
+    ("stable", "state", "status", "stable_lag"),
+    [
+        (300, "Stable", "STALL", 200),  # records it may read wait: a stuck consumer, not a transaction
+        (600, "Stable", "STALL", 500),  # no open transaction
+        (100, "Empty", "STOP", 0),  # nobody consumes: that comes first
+    ],
+)
+def test_only_a_stall_at_the_last_stable_offset_is_blocked(
+    spark: SparkSession, tmp_path: Path, stable: int, state: str, status: str, stable_lag: int
+) -> None:
+    (part,) = [
+        f
+        for f in stalled_with_stable(spark, tmp_path, stable, state)
+        if f.subject.kind is SubjectKind.PARTITION
+    ]
+    assert (part.evidence["status"], part.evidence["stable_lag"]) == (status, stable_lag)
+    assert ("open transaction" in part.message) == (stable < 600)
 
 
 def test_the_window_keeps_only_the_newest_samples(spark: SparkSession, tmp_path: Path) -> None:

@@ -83,7 +83,14 @@ def _snapshot(rng: random.Random, ts: datetime, offsets: dict[tuple[str, int], i
         brokers=[Broker(id=b, host="10.0.0.1", port=9092 + b, alive=True) for b in alive],
         partitions=parts,
         offsets=[
-            PartitionOffsets(topic=t, partition=p, log_start_offset=0, log_end_offset=o)
+            PartitionOffsets(
+                topic=t,
+                partition=p,
+                log_start_offset=0,
+                log_end_offset=o,
+                # at the end, held by an open transaction, or not read
+                last_stable_offset=rng.choice([o, o, max(0, o - rng.randrange(0, 30)), None]),
+            )
             for (t, p), o in sorted(offsets.items())
         ],
         groups=groups,

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from confluent_kafka import (
     ConsumerGroupTopicPartitions,
     ElectionType,
+    IsolationLevel,
     KafkaError,
     KafkaException,
     TopicCollection,
@@ -299,6 +300,7 @@ class AdminCalls(KafkaPythonCalls, AdminApi):
             out.errors[key] += f"{which} offset: {err}"
         for key in keys:
             start, end = raw.values.get(("earliest", key)), raw.values.get(("latest", key))
+            stable = raw.values.get(("stable", key))
             if start is None and end is None:
                 continue
             out.values[key] = PartitionOffsets(
@@ -306,19 +308,27 @@ class AdminCalls(KafkaPythonCalls, AdminApi):
                 partition=key[1],
                 log_start_offset=parse.known(start.offset) if start is not None else None,
                 log_end_offset=parse.known(end.offset) if end is not None else None,
+                last_stable_offset=parse.known(stable.offset) if stable is not None else None,
             )
         return out
 
     def _offset_futures(
         self, keys: Sequence[TopicPartitionKey]
     ) -> dict[tuple[str, TopicPartitionKey], Future[Any]]:
-        """ListOffsets for the log start and end of `keys`, keyed ("earliest"|"latest", key)."""
+        """ListOffsets for the log start, the end (high watermark) and the last stable offset of
+        `keys`, keyed ("earliest"|"latest"|"stable", key). The last stable offset is the end a
+        read_committed consumer sees: an open transaction holds it at its first offset."""
         out: dict[tuple[str, TopicPartitionKey], Future[Any]] = {}
+        asks = (
+            ("earliest", OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED),
+            ("latest", OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED),
+            ("stable", OffsetSpec.latest(), IsolationLevel.READ_COMMITTED),
+        )
         for chunk in _chunks(keys, self.OFFSETS_BATCH):
-            for which, spec in (("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest())):
+            for which, spec, isolation in asks:
                 request = {TopicPartition(t, p): spec for t, p in chunk}
                 for tp, fut in self.client.list_offsets(
-                    request, request_timeout=self.timeouts.request
+                    request, isolation_level=isolation, request_timeout=self.timeouts.request
                 ).items():
                     out[(which, (tp.topic, tp.partition))] = fut
         return out

@@ -185,7 +185,12 @@ class PartitionOffsets(_Model):
     topic: str
     partition: int
     log_start_offset: int | None = None
-    log_end_offset: int | None = None
+    log_end_offset: int | None = Field(None, description="The high watermark: the end consumers can read.")
+    last_stable_offset: int | None = Field(
+        None,
+        description="The end a read_committed consumer can read: below the first offset of the "
+        "partition's oldest open transaction, else the high watermark. None: not read.",
+    )
 
 
 class GroupOffset(_Model):

@@ -11,11 +11,17 @@ Burrow's evaluation rules:
 4. the offset moves but the lag never shrank from one sample to the next → WARN (falling behind);
 5. otherwise OK.
 Then a partition that is OK or WARN but lags by `lag_critical_messages` or more is CRITICAL_LAG
-(critical): a ceiling on lag, whatever its trend (the policy's consumerLag.criticalLag).
+(critical): a ceiling on lag, whatever its trend (the policy's consumerLag.criticalLag). A STALL
+partition whose committed offset is its last stable offset, below its log end, is BLOCKED
+(critical): the group read everything a read_committed consumer may read, and an open
+transaction holds the rest back. That is no slow consumer: the transaction must end (the
+`hanging_transaction` finding names it when its coordinator has lost it).
 With fewer than `lag_min_samples` samples (no history yet), a partition is WARN only if its lag
 reaches `lag_warn_messages`. Lag is Kafka's: log end offset minus committed offset, exactly what
 `kafka-consumer-groups --describe` prints; partitions where the group committed nothing have no
-lag and are skipped, as the tool shows "-" for them.
+lag and are skipped, as the tool shows "-" for them. Beside it, `stable_lag` is the lag a
+read_committed consumer has: last stable offset minus committed offset (unknown when the last
+stable offset was not read).
 """
 
 from __future__ import annotations
@@ -29,12 +35,15 @@ from kafka_health_spark.findings import OFFSET_RESET, finding_rows
 from kafka_health_spark.frames import Frames
 from kafka_health_spark.thresholds import Thresholds
 
-STATUSES = ["OK", "WARN", "CRITICAL_LAG", "STALL", "STOP", "REWIND"]
+STATUSES = ["OK", "WARN", "CRITICAL_LAG", "STALL", "BLOCKED", "STOP", "REWIND"]
 
 _REMEDIATION = {
     "WARN": "consumers fall behind: add consumers (and partitions) or speed up processing",
     "CRITICAL_LAG": "lag is over the critical limit: add consumers (and partitions) or speed up processing",
     "STALL": "consumers are up but not committing: look for a stuck or poisoned record, restart them",
+    "BLOCKED": "an open transaction holds the last stable offset: read_committed consumers wait until it "
+    "ends; find it (kafka-transactions describe-producers, or the hanging_transaction finding) and let its "
+    "producer end it, or abort it (kafka-health abort-transaction)",
     "STOP": "no consumer runs for this group: start its consumers",
     "REWIND": "committed offsets moved backwards: check for an offset reset or consumers restarting from earliest",
 }
@@ -112,11 +121,27 @@ def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
         .when(F.col("lag_decreases") == 0, F.lit("WARN"))
         .otherwise(F.lit("OK"))
     )
-    status = F.when(
-        F.col("burrow").isin("OK", "WARN") & (F.col("lag") >= t.lag_critical_messages), F.lit("CRITICAL_LAG")
-    ).otherwise(F.col("burrow"))
+    held = (F.col("committed_offset") == F.col("last_stable_offset")) & (
+        F.col("last_stable_offset") < F.col("log_end_offset")
+    )
+    status = (
+        F.when(
+            F.col("burrow").isin("OK", "WARN") & (F.col("lag") >= t.lag_critical_messages),
+            F.lit("CRITICAL_LAG"),
+        )
+        .when((F.col("burrow") == "STALL") & F.coalesce(held, F.lit(False)), F.lit("BLOCKED"))
+        .otherwise(F.col("burrow"))
+    )
+    stable = frames.offsets.select("topic", "partition", "last_stable_offset")
     return (
-        frames.join(current, members, "group_id", "left")
+        frames.join(frames.join(current, members, "group_id", "left"), stable, ["topic", "partition"], "left")
+        .withColumn(  # greatest() skips nulls: an unread last stable offset stays unknown
+            "stable_lag",
+            F.when(
+                F.col("last_stable_offset").isNotNull(),
+                F.greatest(F.col("last_stable_offset") - F.col("committed_offset"), F.lit(0)),
+            ),
+        )
         .withColumn("burrow", burrow)
         .withColumn("status", status)
         .drop("burrow")
@@ -141,7 +166,7 @@ def _partition_findings(parts: DataFrame) -> DataFrame:
         partition=F.col("partition"),
         group=F.col("group_id"),
         message=F.format_string(
-            "Group %s on %s-%d: %s, lag %d (committed %d, log end %d, %d samples).",
+            "Group %s on %s-%d: %s, lag %d (committed %d, log end %d%s, %d samples).",
             "group_id",
             "topic",
             "partition",
@@ -149,13 +174,22 @@ def _partition_findings(parts: DataFrame) -> DataFrame:
             "lag",
             "committed_offset",
             "log_end_offset",
+            F.coalesce(
+                F.when(
+                    F.col("last_stable_offset") < F.col("log_end_offset"),
+                    F.format_string(", last stable %d: an open transaction", "last_stable_offset"),
+                ),
+                F.lit(""),
+            ),
             "samples",
         ),
         evidence={
             "status": F.col("status"),
             "lag": F.col("lag"),
+            "stable_lag": F.col("stable_lag"),
             "committed_offset": F.col("committed_offset"),
             "log_end_offset": F.col("log_end_offset"),
+            "last_stable_offset": F.col("last_stable_offset"),
             "samples": F.col("samples"),
             "members": F.col("members"),
         },
