@@ -74,7 +74,18 @@ class Thresholds(BaseModel):
         1_000_000,
         ge=1,
         description="Lag at or above which a group partition is critical (CRITICAL_LAG) unless it is "
-        "STALL, STOP or REWIND, whatever the trend.",
+        "STALL, BLOCKED, STOP or REWIND, whatever the trend.",
+    )
+    lag_warn_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="Lag in seconds at or above which an OK group partition warns (WARN); None: off.",
+    )
+    lag_critical_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="Lag in seconds at or above which an OK or WARN group partition is critical "
+        "(CRITICAL_LAG); None: off.",
     )
     offsets_retention_hours: float = Field(
         168, gt=0, description="The brokers' offsets.retention.minutes, in hours (Kafka's default: 7 days)."

@@ -84,6 +84,8 @@ def test_partition_and_group_findings_carry_the_lag(spark: SparkSession, tmp_pat
         "status": "STALL",
         "lag": 500,
         "stable_lag": None,  # the last stable offset was not read
+        "lag_seconds": 1200.0,  # the log end was past 100 at the oldest sample, 20 min ago
+        "lag_seconds_lower_bound": 1,
         "committed_offset": 100,
         "log_end_offset": 600,
         "last_stable_offset": None,
@@ -139,6 +141,57 @@ def test_only_a_stall_at_the_last_stable_offset_is_blocked(
     ]
     assert (part.evidence["status"], part.evidence["stable_lag"]) == (status, stable_lag)
     assert ("open transaction" in part.message) == (stable < 600)
+
+
+def test_lag_in_seconds_is_when_the_log_end_crossed_the_committed_offset(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Log end 300 at -15 min and 400 at -10 min: it crossed 350 at -12.5 min.
+    history, now = series([100, 200, 300, 350, 350], [200, 300, 400, 500, 600])
+    record(tmp_path, history)
+    by_kind = {f.subject.kind: f for f in check_findings(spark, lag.consumer_lag, now, tmp_path)}
+    part = by_kind[SubjectKind.PARTITION]
+    assert (part.evidence["status"], part.evidence["lag_seconds"]) == ("WARN", 750.0)
+    assert part.evidence["lag_seconds_lower_bound"] == 0
+    assert "lag 250, 750 s behind" in part.message
+    assert by_kind[SubjectKind.GROUP].evidence["max_lag_seconds"] == 750.0
+
+
+def test_a_lag_older_than_the_history_is_a_lower_bound(spark: SparkSession, tmp_path: Path) -> None:
+    history, now = series([100] * 5, [200, 300, 400, 500, 600])
+    record(tmp_path, history)
+    (part,) = [
+        f
+        for f in check_findings(spark, lag.consumer_lag, now, tmp_path)
+        if f.subject.kind is SubjectKind.PARTITION
+    ]
+    assert (part.evidence["lag_seconds"], part.evidence["lag_seconds_lower_bound"]) == (1200.0, 1)
+    assert "at least 1200 s behind (older than the history)" in part.message
+
+
+@pytest.mark.parametrize(
+    ("committed", "overrides", "expected"),
+    [
+        # Lag 50 now, the log end crossed 550 at -2.5 min: 150 s; the trend is OK (lag was 0).
+        ([100, 250, 400, 550, 550], {}, "OK"),
+        ([100, 250, 400, 550, 550], {"lag_warn_seconds": 150}, "WARN"),
+        ([100, 250, 400, 550, 550], {"lag_warn_seconds": 151}, "OK"),
+        ([100, 250, 400, 550, 550], {"lag_warn_seconds": 60, "lag_critical_seconds": 120}, "CRITICAL_LAG"),
+        # Falling behind (WARN by trend), 750 s: critical in time, not warned twice.
+        ([100, 200, 300, 350, 350], {"lag_critical_seconds": 700}, "CRITICAL_LAG"),
+        ([100, 200, 300, 350, 350], {"lag_critical_seconds": 800}, "WARN"),
+        # A stall stays a stall, however old.
+        ([100] * 5, {"lag_critical_seconds": 60}, "STALL"),
+    ],
+)
+def test_limits_in_seconds(
+    spark: SparkSession, tmp_path: Path, committed: list, overrides: dict, expected: str
+) -> None:
+    history, now = series(committed, [200, 300, 400, 500, 600])
+    record(tmp_path, history)
+    found = check_findings(spark, lag.consumer_lag, now, tmp_path, **overrides)
+    statuses = {str(f.evidence["status"]) for f in found if f.subject.kind is SubjectKind.PARTITION}
+    assert statuses == ({expected} if expected != "OK" else set())
 
 
 def test_the_window_keeps_only_the_newest_samples(spark: SparkSession, tmp_path: Path) -> None:

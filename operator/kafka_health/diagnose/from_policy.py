@@ -61,6 +61,8 @@ def thresholds_for(checks: Checks) -> Thresholds:
             "isr_churn_episodes": flapping.max_isr_changes,
             "lag_warn_messages": lag.warning_lag,
             "lag_critical_messages": lag.critical_lag,
+            "lag_warn_seconds": lag.max_lag_seconds.warning,
+            "lag_critical_seconds": lag.max_lag_seconds.critical,
             "rebalance_storm_fraction": checks.rebalance_storm.min_percent / 100,
             "disk_warn_percent": checks.disk_usage.warning_percent,
             "disk_critical_percent": checks.disk_usage.critical_percent,

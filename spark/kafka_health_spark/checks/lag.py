@@ -11,7 +11,10 @@ Burrow's evaluation rules:
 4. the offset moves but the lag never shrank from one sample to the next → WARN (falling behind);
 5. otherwise OK.
 Then a partition that is OK or WARN but lags by `lag_critical_messages` or more is CRITICAL_LAG
-(critical): a ceiling on lag, whatever its trend (the policy's consumerLag.criticalLag). A STALL
+(critical): a ceiling on lag, whatever its trend (the policy's consumerLag.criticalLag). The
+same in time: lag in seconds (`checks/lag_time.py`) at or above `lag_critical_seconds` makes an
+OK or WARN partition CRITICAL_LAG, at or above `lag_warn_seconds` an OK one WARN (the policy's
+consumerLag.maxLagSeconds; off unless set). A STALL
 partition whose committed offset is its last stable offset, below its log end, is BLOCKED
 (critical): the group read everything a read_committed consumer may read, and an open
 transaction holds the rest back. That is no slow consumer: the transaction must end (the
@@ -31,6 +34,7 @@ from pyspark.sql import functions as F
 
 from kafka_health.models.findings import Severity, SubjectKind
 from kafka_health_spark.checks import Check
+from kafka_health_spark.checks.lag_time import lag_seconds
 from kafka_health_spark.findings import OFFSET_RESET, finding_rows
 from kafka_health_spark.frames import Frames
 from kafka_health_spark.thresholds import Thresholds
@@ -69,6 +73,13 @@ def _remediation(status: Column) -> Column:
     for name, text in _REMEDIATION.items():
         expr = F.when(status == name, F.lit(text)).otherwise(expr)
     return expr
+
+
+def _at_least(limit: float | None) -> Column:
+    """Lag in seconds known and at or above `limit` (never, without a limit)."""
+    if limit is None:
+        return F.lit(False)
+    return F.coalesce(F.col("lag_seconds") >= F.lit(float(limit)), F.lit(False))
 
 
 def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
@@ -121,6 +132,8 @@ def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
         .when(F.col("lag_decreases") == 0, F.lit("WARN"))
         .otherwise(F.lit("OK"))
     )
+    seconds = lag_seconds(samples, current, frames.now_col)
+    current = frames.join(current, seconds, key, "left")
     held = (F.col("committed_offset") == F.col("last_stable_offset")) & (
         F.col("last_stable_offset") < F.col("log_end_offset")
     )
@@ -129,6 +142,8 @@ def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
             F.col("burrow").isin("OK", "WARN") & (F.col("lag") >= t.lag_critical_messages),
             F.lit("CRITICAL_LAG"),
         )
+        .when(F.col("burrow").isin("OK", "WARN") & _at_least(t.lag_critical_seconds), F.lit("CRITICAL_LAG"))
+        .when((F.col("burrow") == "OK") & _at_least(t.lag_warn_seconds), F.lit("WARN"))
         .when((F.col("burrow") == "STALL") & F.coalesce(held, F.lit(False)), F.lit("BLOCKED"))
         .otherwise(F.col("burrow"))
     )
@@ -155,6 +170,17 @@ def consumer_lag(frames: Frames, t: Thresholds) -> DataFrame:
     return _partition_findings(parts).unionByName(_group_findings(_group_status(parts)))
 
 
+def _behind() -> Column:
+    """ ", 42 s behind" (", at least 600 s behind" past the window's reach; "" when unknown)."""
+    return F.coalesce(
+        F.when(
+            F.col("lag_seconds_lower_bound"),
+            F.format_string(", at least %.0f s behind (older than the history)", "lag_seconds"),
+        ).when(F.col("lag_seconds").isNotNull(), F.format_string(", %.0f s behind", "lag_seconds")),
+        F.lit(""),
+    )
+
+
 def _partition_findings(parts: DataFrame) -> DataFrame:
     """One finding per group partition whose status is not OK."""
     return finding_rows(
@@ -166,12 +192,13 @@ def _partition_findings(parts: DataFrame) -> DataFrame:
         partition=F.col("partition"),
         group=F.col("group_id"),
         message=F.format_string(
-            "Group %s on %s-%d: %s, lag %d (committed %d, log end %d%s, %d samples).",
+            "Group %s on %s-%d: %s, lag %d%s (committed %d, log end %d%s, %d samples).",
             "group_id",
             "topic",
             "partition",
             "status",
             "lag",
+            _behind(),
             "committed_offset",
             "log_end_offset",
             F.coalesce(
@@ -187,6 +214,8 @@ def _partition_findings(parts: DataFrame) -> DataFrame:
             "status": F.col("status"),
             "lag": F.col("lag"),
             "stable_lag": F.col("stable_lag"),
+            "lag_seconds": F.round("lag_seconds", 1),
+            "lag_seconds_lower_bound": F.col("lag_seconds_lower_bound").cast("int"),
             "committed_offset": F.col("committed_offset"),
             "log_end_offset": F.col("log_end_offset"),
             "last_stable_offset": F.col("last_stable_offset"),
@@ -205,6 +234,7 @@ def _group_status(parts: DataFrame) -> DataFrame:
             F.max(_rank(F.col("status"))).alias("worst"),
             F.sum(F.greatest(F.col("lag"), F.lit(0))).alias("total_lag"),
             F.max("lag").alias("max_lag"),
+            F.max("lag_seconds").alias("max_lag_seconds"),
             # The partition with the most lag; of equal lags the first by topic and partition, so
             # the message does not depend on the order Spark happens to read the rows in.
             F.min_by(
@@ -243,6 +273,7 @@ def _group_findings(groups: DataFrame) -> DataFrame:
             "total_lag": F.col("total_lag"),
             "max_lag": F.col("max_lag"),
             "max_lag_partition": F.col("max_lag_partition"),
+            "max_lag_seconds": F.round("max_lag_seconds", 1),
             "partitions": F.col("partitions"),
             "partitions_not_ok": F.col("partitions_not_ok"),
             "members": F.col("members"),

@@ -133,7 +133,12 @@ GOOD_SPECS: list[tuple[str, dict[str, Any]]] = [
                 "historyRetention": "24h",
                 "checks": {
                     "leaderFlapping": {"window": "24h", "maxLeaderChanges": 2**31 - 1},
-                    "consumerLag": {"window": "24h", "warningLag": 2**63 - 2, "criticalLag": 2**63 - 1},
+                    "consumerLag": {
+                        "window": "24h",
+                        "warningLag": 2**63 - 2,
+                        "criticalLag": 2**63 - 1,
+                        "maxLagSeconds": {"warning": 2**31 - 2, "critical": 2**31 - 1},
+                    },
                     "rebalanceStorm": {"window": "24h"},
                     "durability": {"minReplicationFactor": 32767, "minInsyncReplicas": 32767},
                 },
@@ -383,6 +388,16 @@ BAD_SPECS: list[BadSpec] = [
         "consumer lag warning equal to critical",
         _with("diagnostics.checks.consumerLag", {"warningLag": 100, "criticalLag": 100}),
         "spec.diagnostics.checks.consumerLag.warningLag",
+    ),
+    BadSpec(
+        "lag in seconds: warning equal to critical",
+        _with("diagnostics.checks.consumerLag", {"maxLagSeconds": {"warning": 600, "critical": 600}}),
+        "spec.diagnostics.checks.consumerLag.maxLagSeconds.warning",
+    ),
+    BadSpec(
+        "lag in seconds: a zero limit (every lag would be over it)",
+        _with("diagnostics.checks.consumerLag", {"maxLagSeconds": {"critical": 0}}),
+        "spec.diagnostics.checks.consumerLag.maxLagSeconds.critical",
     ),
     # Issue 12, item 4: values the schema used to accept that the client silently changed or
     # could not honour.

@@ -75,6 +75,38 @@ class LeaderFlappingCheck(WindowedCheck):
     )
 
 
+class LagSeconds(SpecModel):
+    """Limits on a group partition's lag in seconds; unset, lag in seconds is reported, not judged."""
+
+    cel_rules = (
+        CelRule(
+            "!has(self.warning) || !has(self.critical) || self.warning < self.critical",
+            "warning must be below critical",
+            ".warning",
+        ),
+    )
+
+    warning: int | None = Field(
+        None,
+        ge=1,
+        le=INT32_MAX,
+        description="Seconds behind at or above which a partition whose trend is OK warns (status WARN).",
+    )
+    critical: int | None = Field(
+        None,
+        ge=1,
+        le=INT32_MAX,
+        description="Seconds behind at or above which a partition that is OK or WARN is critical "
+        "(status CRITICAL_LAG).",
+    )
+
+    @model_validator(mode="after")
+    def _order(self) -> LagSeconds:
+        if self.warning is not None and self.critical is not None and self.warning >= self.critical:
+            raise rule_error(self.cel_rules[0])
+        return self
+
+
 class ConsumerLagCheck(WindowedCheck):
     """Consumer lag per group and partition, with a Burrow-style status over the window."""
 
@@ -99,7 +131,12 @@ class ConsumerLagCheck(WindowedCheck):
         ge=1,
         le=INT64_MAX,
         description="A lag of this many messages or more makes a critical finding (status CRITICAL_LAG), "
-        "whatever its trend, unless the partition is already STALL, STOP or REWIND.",
+        "whatever its trend, unless the partition is already STALL, BLOCKED, STOP or REWIND.",
+    )
+    max_lag_seconds: LagSeconds = section(
+        LagSeconds,
+        "Limits on lag in time: how long ago the log end was where the group's committed offset is now "
+        "(interpolated over the history's samples; docs/diagnostics.md).",
     )
 
     @model_validator(mode="after")
