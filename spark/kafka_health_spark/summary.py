@@ -1,4 +1,5 @@
-"""The numbers behind a report's plots: per-broker load, lag over time, disk over time.
+"""The numbers behind a report's plots and the lag metric: per-broker load, lag over time, disk
+over time, each group's lag in seconds per topic now.
 
 Computed in Spark beside the checks (the same frames) and kept small: per broker, and per
 group only for the groups with the most lag.
@@ -12,14 +13,15 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from kafka_health.models.findings import BrokerSummary, DiagnosisSummary, SeriesPoint
+from kafka_health.models.findings import BrokerSummary, DiagnosisSummary, GroupTopicLag, SeriesPoint
 from kafka_health_spark.checks import leadership_per_broker, replicas_per_broker
 from kafka_health_spark.checks.disk import disk_now
+from kafka_health_spark.checks.lag_time import lag_seconds
 from kafka_health_spark.frames import Frames, Totals
 
 TOP_GROUPS = 8
 # The parts of the summary's one collect.
-BROKERS, LAG, DISK = "brokers", "lag", "disk"
+BROKERS, LAG, DISK, LAG_SECONDS = "brokers", "lag", "disk", "lag_seconds"
 
 
 def _ts(micros: int) -> datetime:
@@ -76,11 +78,33 @@ def summary_rows(frames: Frames) -> DataFrame:
         F.unix_micros("ts").alias("us"),
         F.col("used_bytes").cast("double").alias("value"),
     )
-    # One collect (one Spark job) for the three parts: each part's columns, null in the others'.
+    # One collect (one Spark job) for the parts: each part's columns, null in the others'.
     return (
         brokers.select(F.lit(BROKERS).alias("part"), "*")
         .unionByName(lag_series, allowMissingColumns=True)
         .unionByName(disk_series, allowMissingColumns=True)
+        .unionByName(_lag_seconds_now(frames, offsets), allowMissingColumns=True)
+    )
+
+
+def _lag_seconds_now(frames: Frames, offsets: DataFrame) -> DataFrame:
+    """Each group's largest lag in seconds per topic now (the metric
+    kafka_health_consumer_lag_seconds; per partition it is in the lag findings)."""
+    samples = offsets.where(F.col("log_end_offset").isNotNull()).withColumn(
+        "lag", F.col("log_end_offset") - F.col("committed_offset")
+    )
+    current = samples.where(F.col("ts") == frames.now_col)
+    seconds = lag_seconds(samples, current, frames.now_col).where(F.col("lag_seconds").isNotNull())
+    return (
+        seconds.groupBy("group_id", "topic")
+        .agg(F.max_by(F.struct("lag_seconds", "lag_seconds_lower_bound"), "lag_seconds").alias("worst"))
+        .select(
+            F.lit(LAG_SECONDS).alias("part"),
+            F.col("group_id").alias("key"),
+            "topic",
+            F.col("worst.lag_seconds").alias("value"),
+            F.col("worst.lag_seconds_lower_bound").alias("lower_bound"),
+        )
     )
 
 
@@ -89,6 +113,7 @@ def summary_from(frames: Frames | Totals, rows: Sequence[Row]) -> DiagnosisSumma
     broker_rows = sorted((r for r in rows if r["part"] == BROKERS), key=lambda r: r["broker"])
     lag_rows = [r for r in rows if r["part"] == LAG]
     disk_rows = [r for r in rows if r["part"] == DISK]
+    lag_seconds_rows = [r for r in rows if r["part"] == LAG_SECONDS]
     return DiagnosisSummary(
         topics=frames.topic_count,
         partitions=frames.partition_count,
@@ -113,5 +138,14 @@ def summary_from(frames: Frames | Totals, rows: Sequence[Row]) -> DiagnosisSumma
         disk_used_bytes=sorted(
             (SeriesPoint(ts=_ts(r["us"]), key=r["key"], value=r["value"]) for r in disk_rows),
             key=lambda s: (s.key, s.ts),
+        ),
+        lag_seconds=sorted(
+            (
+                GroupTopicLag(
+                    group=r["key"], topic=r["topic"], seconds=r["value"], lower_bound=bool(r["lower_bound"])
+                )
+                for r in lag_seconds_rows
+            ),
+            key=lambda g: (g.group, g.topic),
         ),
     )

@@ -396,6 +396,10 @@ def test_metrics_after_real_cycles_are_exactly_the_documented_ones(
     from prometheus_client.parser import text_string_to_metric_families
 
     cp = k8s_control_plane
+    lagging = f"lagging-{uuid.uuid4().hex[:6]}"  # a group 5 records behind on its own topic
+    faults.create_topic(bootstrap, lagging, partitions=1)
+    _produce(bootstrap, lagging, 10)
+    _commit(bootstrap, lagging, lagging, 5)
     apply(cp, policy(e2e_ns, "scraped", bootstrap))
     apply(cp, policy(e2e_ns, "scraped-dry", bootstrap, remediation={"mode": "DryRun"}))
     apply(cp, policy(e2e_ns, "scraped-down", "127.0.0.1:1"))
@@ -427,6 +431,43 @@ def test_metrics_after_real_cycles_are_exactly_the_documented_ones(
                 seen.setdefault(label, set()).add(value)
     assert "ok" in seen["outcome"], seen
     assert {"scraped", "scraped-dry", "scraped-down"} <= seen["policy"], seen
+
+    # The lagging group's lag in seconds: the log end passed its offset before the policy's first
+    # sample, so a lower bound that grows with the history; no series, never 0, before that.
+    def behind() -> list[float]:
+        return [
+            s.value
+            for f in text_string_to_metric_families(operator.metrics())
+            if f.name == "kafka_health_consumer_lag_seconds"
+            for s in f.samples
+            if s.labels["group"] == lagging
+            and s.labels["topic"] == lagging
+            and s.labels["policy"] == "scraped"
+        ]
+
+    seconds = wait_for(lambda: behind() or None, timeout=120, what="the lagging group's lag in seconds")
+    assert len(seconds) == 1 and seconds[0] > 0, seconds
+
+
+def _produce(bootstrap: str, topic: str, n: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(n):
+        producer.produce(topic, value=f"r{i}".encode())
+    assert producer.flush(30) == 0
+
+
+def _commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    """Commit `offset` on every partition of `topic` for `group` (no member stays)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        consumer.commit(offsets=[TopicPartition(topic, p, offset) for p in parts], asynchronous=False)
+    finally:
+        consumer.close()
 
 
 def test_two_replicas_never_both_act(

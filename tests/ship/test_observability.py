@@ -71,6 +71,7 @@ def test_registry_has_the_documented_families() -> None:
         "kafka_health_listener_certificate_expiry_timestamp_seconds",
         "kafka_health_reassignment_remaining_bytes",
         "kafka_health_reassignment_eta_seconds",
+        "kafka_health_consumer_lag_seconds",
         "kafka_health_remediations",
         "kafka_health_client_process_restarts",
         "kafka_health_spark_driver_restarts",

@@ -218,6 +218,10 @@ def test_without_history_only_a_large_lag_warns(spark: SparkSession) -> None:
         (SubjectKind.PARTITION, "WARN", Severity.WARNING),
         (SubjectKind.GROUP, "WARN", Severity.WARNING),
     }
+    # With no sample before now, the lag in seconds is unknown: null, not 0, and not in the message.
+    (part,) = [f for f in found if f.subject.kind is SubjectKind.PARTITION]
+    assert (part.evidence["lag_seconds"], part.evidence["lag_seconds_lower_bound"]) == (None, 0)
+    assert "behind" not in part.message
     assert check_findings(spark, lag.consumer_lag, now(20_000), lag_warn_messages=50_000) == []
 
 

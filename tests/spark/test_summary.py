@@ -77,3 +77,32 @@ def test_summary_counts_what_the_snapshots_hold(spark: SparkSession, tmp_path: P
     assert [(p.key, p.ts, p.value) for p in s.disk_used_bytes] == sorted(
         (str(d.broker_id), snap.taken_at, float(d.used_bytes)) for snap in snaps for d in snap.log_dirs
     )
+
+
+def test_lag_seconds_now_is_each_groups_worst_partition_per_topic(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Log ends 1000, 1100, 1200, 1300 at -30, -20, -10, 0 min on orders-0 and orders-1."""
+    committed_now = {
+        "crossed": {("orders", 0): 1150},  # the log end passed 1150 at -15 min: 900 s
+        "caught_up": {("orders", 0): 1300},  # 0 s
+        "older": {("orders", 0): 900},  # before the oldest sample: at least 1800 s
+        "two": {("orders", 0): 1250, ("orders", 1): 1050},  # 300 s and 1500 s: 1500 s
+    }
+    snaps = [
+        snapshot(
+            partitions=balanced_topic("orders", 2),
+            offsets=end_offsets({("orders", 0): 1000 + 100 * i, ("orders", 1): 1000 + 100 * i}),
+            groups=[group(g, c) for g, c in committed_now.items()],
+            taken_at=at(-30 + 10 * i),
+        )
+        for i in range(4)
+    ]
+    record(tmp_path, snaps[:-1])
+    s = summarize(build_frames(spark, snaps[-1], str(tmp_path), Thresholds()))
+    assert [(g.group, g.topic, g.seconds, g.lower_bound) for g in s.lag_seconds] == [
+        ("caught_up", "orders", 0.0, False),
+        ("crossed", "orders", 900.0, False),
+        ("older", "orders", 1800.0, True),
+        ("two", "orders", 1500.0, False),
+    ]

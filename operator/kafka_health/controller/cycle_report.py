@@ -62,6 +62,9 @@ class CycleMetrics:
     reassignment: Mapping[str, float] | None = None
     """The reassignments in flight: `remaining_bytes`, `eta_seconds` (each when known); replaced
     like `findings`."""
+    lag_seconds: Mapping[tuple[str, str], float] | None = None
+    """(group, topic) → the group's largest lag in seconds on it; replaced like `findings` (None:
+    the diagnosis has no summary)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,11 @@ def report_cycle(
         findings=Counter((f.check, f.severity.value) for f in diagnosis.findings),
         certificates={b: t.timestamp() for b, t in diagnosis.certificates_not_after.items()},
         reassignment=_reassignment_figures(diagnosis),
+        lag_seconds=(
+            {(g.group, g.topic): g.seconds for g in diagnosis.summary.lag_seconds}
+            if diagnosis.summary is not None
+            else None
+        ),
     )
     to_post, reported = _diagnosis_events(before, diagnosis, written, interval, now)
     return CycleReport(metrics=metrics, events=tuple(to_post), reported=reported, status=status)

@@ -87,6 +87,20 @@ class SeriesPoint(BaseModel):
     value: float
 
 
+class GroupTopicLag(BaseModel):
+    """A group's largest lag in seconds on one topic, now (spark/kafka_health_spark/checks/lag_time.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: str
+    topic: str
+    seconds: float
+    lower_bound: bool = Field(
+        False,
+        description="The log end passed the committed offset before the history's oldest sample: at least this.",
+    )
+
+
 class DiagnosisSummary(BaseModel):
     """The numbers behind a report's plots; small by construction (per broker, top groups)."""
 
@@ -101,6 +115,10 @@ class DiagnosisSummary(BaseModel):
     )
     disk_used_bytes: list[SeriesPoint] = Field(
         default_factory=list, description="Used bytes per broker over the disk-growth window."
+    )
+    lag_seconds: list[GroupTopicLag] = Field(
+        default_factory=list,
+        description="Each group's largest lag in seconds per topic it committed offsets on, now.",
     )
 
 

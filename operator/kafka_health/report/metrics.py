@@ -65,6 +65,12 @@ REASSIGNMENT_ETA = Gauge(
     ["namespace", "policy"],
     registry=REGISTRY,
 )
+CONSUMER_LAG_SECONDS = Gauge(
+    "kafka_health_consumer_lag_seconds",
+    "A consumer group's largest lag in seconds on a topic: how long ago the log end was where its committed offset is (interpolated over the history; at least this when the history is shorter).",
+    ["namespace", "policy", "group", "topic"],
+    registry=REGISTRY,
+)
 RESULTS = ("succeeded", "failed", "blocked", "withheld", "dry_run")
 """The `result` label of REMEDIATIONS: an action that ran (succeeded, failed); a one-shot request
 given up without acting (blocked); an action a guardrail started to hold back (withheld), or that
@@ -104,6 +110,7 @@ LABELS: dict[str, tuple[str, ...]] = {
     "kafka_health_listener_certificate_expiry_timestamp_seconds": ("namespace", "policy", "broker"),
     "kafka_health_reassignment_remaining_bytes": ("namespace", "policy"),
     "kafka_health_reassignment_eta_seconds": ("namespace", "policy"),
+    "kafka_health_consumer_lag_seconds": ("namespace", "policy", "group", "topic"),
     "kafka_health_remediations": ("namespace", "policy", "action", "result"),
     "kafka_health_client_process_restarts": ("reason",),
     "kafka_health_spark_driver_restarts": ("reason",),
@@ -151,6 +158,7 @@ def forget_policy(namespace: str, policy: str) -> None:
             CERTIFICATE_EXPIRY,
             REASSIGNMENT_REMAINING,
             REASSIGNMENT_ETA,
+            CONSUMER_LAG_SECONDS,
             CYCLE_SECONDS,
             REMEDIATIONS,
         ),

@@ -15,7 +15,8 @@ committed offset C now:
 3. no sample of the window had its log end at or below C: the log end passed C before the
    oldest sample, so the lag is *at least* now - that sample's time, and says so
    (`lag_seconds_lower_bound`); the window (`window_minutes`) bounds what can be known, and
-   nothing beyond it is guessed.
+   nothing beyond it is guessed. With no sample before now (a new policy, a new group), the
+   lag in seconds is unknown (null), never 0.
 """
 
 from __future__ import annotations
@@ -55,10 +56,13 @@ def lag_seconds(samples: DataFrame, current: DataFrame, now: Column) -> DataFram
             F.col("before").isNotNull() & F.col("after").isNotNull(),
             (F.unix_micros(now) - crossed) / F.lit(1e6),
         )
-        .when(F.col("before").isNull(), _seconds(now, F.col("oldest")))
+        # Only the sample of now: nothing is known of the time before it (unknown, not 0 s).
+        .when(F.col("before").isNull() & (F.col("oldest") < now), _seconds(now, F.col("oldest")))
     )
     return crossing.select(
         *KEY,
         F.when(seconds.isNotNull(), F.greatest(seconds, F.lit(0.0))).alias("lag_seconds"),
-        (F.col("before").isNull() & (F.col("lag_now") > 0)).alias("lag_seconds_lower_bound"),
+        (F.col("before").isNull() & (F.col("lag_now") > 0) & (F.col("oldest") < now)).alias(
+            "lag_seconds_lower_bound"
+        ),
     )
