@@ -106,3 +106,52 @@ def test_lag_seconds_now_is_each_groups_worst_partition_per_topic(
         ("older", "orders", 1800.0, True),
         ("two", "orders", 1500.0, False),
     ]
+
+
+def test_lag_seconds_over_the_window_reads_each_sample_as_it_was_then(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The same log ends (1000 + 100 per 10 min from -30 min); each group's committed offsets
+    stay put, so its lag in seconds grows as the log end moves away from them."""
+    committed = {
+        "crossed": {("orders", 0): 1150},
+        "caught_up": {("orders", 0): 1300},
+        "older": {("orders", 0): 900},
+        "two": {("orders", 0): 1250, ("orders", 1): 1050},
+    }
+    snaps = [
+        snapshot(
+            partitions=balanced_topic("orders", 2),
+            offsets=end_offsets({("orders", 0): 1000 + 100 * i, ("orders", 1): 1000 + 100 * i}),
+            groups=[group(g, c) for g, c in committed.items()],
+            taken_at=at(-30 + 10 * i),
+        )
+        for i in range(4)
+    ]
+    record(tmp_path, snaps[:-1])
+    s = summarize(build_frames(spark, snaps[-1], str(tmp_path), Thresholds()))
+    minutes = {snap.taken_at: m for snap, m in zip(snaps, (-30, -20, -10, 0), strict=True)}
+    got = [(p.key, minutes[p.ts], p.value, p.lower_bound) for p in s.lag_seconds_series]
+    assert got == [
+        ("caught_up", -30, 0.0, False),
+        ("caught_up", -20, 0.0, False),
+        ("caught_up", -10, 0.0, False),
+        ("caught_up", 0, 0.0, False),
+        # Behind from -15 min on (the log end crossed 1150 half way from -20 to -10 min).
+        ("crossed", -30, 0.0, False),
+        ("crossed", -20, 0.0, False),
+        ("crossed", -10, 300.0, False),
+        ("crossed", 0, 900.0, False),
+        # Behind before the oldest sample: no point at -30 min (nothing earlier), then lower bounds.
+        ("older", -20, 600.0, True),
+        ("older", -10, 1200.0, True),
+        ("older", 0, 1800.0, True),
+        # The worse of its two partitions at each sample: orders-1 (1050) from -25 min on.
+        ("two", -30, 0.0, False),
+        ("two", -20, 300.0, False),
+        ("two", -10, 900.0, False),
+        ("two", 0, 1500.0, False),
+    ]
+    # The point of now is the metric's figure (the same rule, read at now).
+    now = {(g.group, g.seconds) for g in s.lag_seconds}
+    assert {(k, v) for k, m, v, _ in got if m == 0} == now
