@@ -127,16 +127,16 @@ def _lag_seconds_now(frames: Frames, offsets: DataFrame) -> DataFrame:
     samples = _with_lag(offsets)
     current = samples.where(F.col("ts") == frames.now_col)
     seconds = lag_seconds(samples, current, frames.now_col).where(F.col("lag_seconds").isNotNull())
-    return (
-        seconds.groupBy("group_id", "topic")
-        .agg(F.max_by(F.struct("lag_seconds", "lag_seconds_lower_bound"), "lag_seconds").alias("worst"))
-        .select(
-            F.lit(LAG_SECONDS).alias("part"),
-            F.col("group_id").alias("key"),
-            "topic",
-            F.col("worst.lag_seconds").alias("value"),
-            F.col("worst.lag_seconds_lower_bound").alias("lower_bound"),
-        )
+    worst = seconds.groupBy("group_id", "topic").agg(
+        F.max_by(F.struct("lag_seconds", "lag_seconds_lower_bound"), "lag_seconds").alias("worst")
+    )
+    return frames.join(worst, frames.groups.select("group_id", "kind"), "group_id", "left").select(
+        F.lit(LAG_SECONDS).alias("part"),
+        F.col("group_id").alias("key"),
+        "topic",
+        F.coalesce(F.col("kind"), F.lit("unknown")).alias("kind"),
+        F.col("worst.lag_seconds").alias("value"),
+        F.col("worst.lag_seconds_lower_bound").alias("lower_bound"),
     )
 
 
@@ -175,7 +175,11 @@ def summary_from(frames: Frames | Totals, rows: Sequence[Row]) -> DiagnosisSumma
         lag_seconds=sorted(
             (
                 GroupTopicLag(
-                    group=r["key"], topic=r["topic"], seconds=r["value"], lower_bound=bool(r["lower_bound"])
+                    group=r["key"],
+                    topic=r["topic"],
+                    kind=r["kind"],
+                    seconds=r["value"],
+                    lower_bound=bool(r["lower_bound"]),
                 )
                 for r in lag_seconds_rows
             ),

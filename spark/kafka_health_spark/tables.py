@@ -51,7 +51,7 @@ OFFSETS = pa.schema(
         ("last_stable_offset", I64),
     ]
 )
-GROUPS = pa.schema([("group_id", STR), ("state", STR), ("members", I32), ("member_hash", STR)])
+GROUPS = pa.schema([("group_id", STR), ("state", STR), ("kind", STR), ("members", I32), ("member_hash", STR)])
 GROUP_OFFSETS = pa.schema([("group_id", STR), ("topic", STR), ("partition", I32), ("committed_offset", I64)])
 LOG_DIRS = pa.schema(
     [
@@ -235,6 +235,7 @@ def _groups(s: ClusterSnapshot) -> pa.Table:
         {
             "group_id": [g.group_id for g in s.groups],
             "state": [g.state for g in s.groups],
+            "kind": [g.kind for g in s.groups],
             "members": [g.members for g in s.groups],
             "member_hash": [member_hash(g.member_ids) for g in s.groups],
         },

@@ -170,6 +170,11 @@ def test_member_blocked_in_its_revocation_is_reconciliation_stuck_until_released
     )
     assert not stuck(diagnosed(snap, history, spark), group)  # reconciled: nothing to say
     (a_id,) = seen
+    # Its kind, as `kafka-groups --list` shows the group's type: a KIP-848 consumer group.
+    (ours_kind,) = [g.kind for g in snap.groups if g.group_id == group]
+    listed = kafka.tool("kafka-groups", ["--list"]).stdout.splitlines()
+    (line,) = [x.split() for x in listed if x.split()[:1] == [group]]
+    assert ours_kind == "consumer" and line[1] == "Consumer", (ours_kind, listed)
 
     b = member(bootstrap, group, "recon-b")
     members.append(b)

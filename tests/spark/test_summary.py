@@ -79,6 +79,9 @@ def test_summary_counts_what_the_snapshots_hold(spark: SparkSession, tmp_path: P
     )
 
 
+KINDS = {"crossed": "consumer", "caught_up": "classic", "older": "unknown", "two": "consumer"}
+
+
 def test_lag_seconds_now_is_each_groups_worst_partition_per_topic(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -93,18 +96,18 @@ def test_lag_seconds_now_is_each_groups_worst_partition_per_topic(
         snapshot(
             partitions=balanced_topic("orders", 2),
             offsets=end_offsets({("orders", 0): 1000 + 100 * i, ("orders", 1): 1000 + 100 * i}),
-            groups=[group(g, c) for g, c in committed_now.items()],
+            groups=[group(g, c).model_copy(update={"kind": KINDS[g]}) for g, c in committed_now.items()],
             taken_at=at(-30 + 10 * i),
         )
         for i in range(4)
     ]
     record(tmp_path, snaps[:-1])
     s = summarize(build_frames(spark, snaps[-1], str(tmp_path), Thresholds()))
-    assert [(g.group, g.topic, g.seconds, g.lower_bound) for g in s.lag_seconds] == [
-        ("caught_up", "orders", 0.0, False),
-        ("crossed", "orders", 900.0, False),
-        ("older", "orders", 1800.0, True),
-        ("two", "orders", 1500.0, False),
+    assert [(g.group, g.topic, g.kind, g.seconds, g.lower_bound) for g in s.lag_seconds] == [
+        ("caught_up", "orders", "classic", 0.0, False),
+        ("crossed", "orders", "consumer", 900.0, False),
+        ("older", "orders", "unknown", 1800.0, True),
+        ("two", "orders", "consumer", 1500.0, False),
     ]
 
 

@@ -8,8 +8,10 @@ from typing import Any
 import kafka.errors as kafka_errors
 
 from kafka_health.models.snapshot import (
+    GROUP_KINDS,
     BrokerThrottle,
     EligibleLeaders,
+    GroupKind,
     GroupMember,
     LogDir,
     Quorum,
@@ -51,6 +53,13 @@ def known(value: int | None) -> int | None:
 
 def group_state(name: str) -> str:
     return GROUP_STATES.get(name, name.title())
+
+
+def group_kind(listed_type: str) -> GroupKind:
+    """ListGroups' group type (confluent-kafka's ConsumerGroupType name, title-cased by the
+    listing) as a `GroupKind`; anything else, or none (Kafka before 3.8), is unknown."""
+    kind = listed_type.lower()
+    return next((k for k in GROUP_KINDS if k == kind), "unknown")
 
 
 def _partitions(assignment: Any) -> list[tuple[str, int]]:

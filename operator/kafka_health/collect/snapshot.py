@@ -37,6 +37,7 @@ from kafka_health.models.snapshot import (
     ClusterSnapshot,
     ConsumerGroup,
     EligibleLeaders,
+    GroupKind,
     GroupOffset,
     ListenerCertificate,
     LogDir,
@@ -304,6 +305,7 @@ def _offsets(admin: KafkaAdmin, partitions: list[Partition]) -> Part[list[Partit
 def _groups(admin: KafkaAdmin) -> Part[list[ConsumerGroup]]:
     listings, list_errors = admin.list_groups()
     ids = [g.group_id for g in listings]
+    kinds = {g.group_id: parse.group_kind(g.type) for g in listings}
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="collect-groups") as pool:
         f_desc = pool.submit(admin.describe_groups, ids)
         f_offsets = pool.submit(admin.group_offsets, ids)
@@ -321,11 +323,11 @@ def _groups(admin: KafkaAdmin) -> Part[list[ConsumerGroup]]:
         desc = described.values.get(gid)
         if desc is None or desc.state == "Dead":  # unknown, or deleted since it was listed
             continue
-        groups.append(group(desc, committed.values.get(gid, [])))
+        groups.append(group(desc, committed.values.get(gid, []), kinds[gid]))
     return groups, missing
 
 
-def group(desc: GroupDescription, committed: list[GroupOffset]) -> ConsumerGroup:
+def group(desc: GroupDescription, committed: list[GroupOffset], kind: GroupKind = "unknown") -> ConsumerGroup:
     """A group with its committed offsets, plus assigned partitions it has not committed yet (None)."""
     offsets = {(o.topic, o.partition): o for o in committed}
     for topic, partition in desc.assigned:
@@ -333,6 +335,7 @@ def group(desc: GroupDescription, committed: list[GroupOffset]) -> ConsumerGroup
     return ConsumerGroup(
         group_id=desc.group_id,
         state=desc.state,
+        kind=kind,
         members=len(desc.member_ids),
         member_ids=desc.member_ids,
         member_details=desc.members,

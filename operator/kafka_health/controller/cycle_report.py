@@ -62,8 +62,8 @@ class CycleMetrics:
     reassignment: Mapping[str, float] | None = None
     """The reassignments in flight: `remaining_bytes`, `eta_seconds` (each when known); replaced
     like `findings`."""
-    lag_seconds: Mapping[tuple[str, str], float] | None = None
-    """(group, topic) → the group's largest lag in seconds on it; replaced like `findings` (None:
+    lag_seconds: Mapping[tuple[str, str, str], float] | None = None
+    """(group, topic, group kind) → the group's largest lag in seconds on it; replaced like `findings` (None:
     the diagnosis has no summary)."""
 
 
@@ -110,7 +110,7 @@ def report_cycle(
         certificates={b: t.timestamp() for b, t in diagnosis.certificates_not_after.items()},
         reassignment=_reassignment_figures(diagnosis),
         lag_seconds=(
-            {(g.group, g.topic): g.seconds for g in diagnosis.summary.lag_seconds}
+            {(g.group, g.topic, g.kind): g.seconds for g in diagnosis.summary.lag_seconds}
             if diagnosis.summary is not None
             else None
         ),

@@ -230,7 +230,7 @@ def apply_report(body: Any, namespace: str, name: str, report: CycleReport) -> N
             gauges[key].labels(namespace, name).set(value)
     if m.lag_seconds is not None:
         metrics.remove_series([metrics.CONSUMER_LAG_SECONDS], namespace, name)
-        for (group, topic), seconds in m.lag_seconds.items():
-            metrics.CONSUMER_LAG_SECONDS.labels(namespace, name, group, topic).set(seconds)
+        for (group, topic, kind), seconds in m.lag_seconds.items():
+            metrics.CONSUMER_LAG_SECONDS.labels(namespace, name, group, topic, kind).set(seconds)
     for event in report.events:
         events.post(body, event)

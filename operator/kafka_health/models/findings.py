@@ -7,6 +7,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kafka_health.models.snapshot import GroupKind
+
 
 class Severity(StrEnum):
     INFO = "info"
@@ -102,6 +104,7 @@ class GroupTopicLag(BaseModel):
 
     group: str
     topic: str
+    kind: GroupKind = Field("unknown", description="The group's type (ConsumerGroup.kind).")
     seconds: float
     lower_bound: bool = Field(
         False,

@@ -7,8 +7,12 @@ reason, and the fields it would have filled stay empty/None rather than guessed.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+GroupKind = Literal["classic", "consumer", "share", "streams", "unknown"]
+GROUP_KINDS: tuple[GroupKind, ...] = ("classic", "consumer", "share", "streams")
 
 
 class _Model(BaseModel):
@@ -234,6 +238,12 @@ class ConsumerGroup(_Model):
     group_id: str
     state: str = Field(
         description="Kafka's group state: Stable, Empty, PreparingRebalance, CompletingRebalance, Dead, Unknown."
+    )
+    kind: GroupKind = Field(
+        "unknown",
+        description="The group's type as Kafka lists it (ListGroups): classic (the classic rebalance "
+        "protocol), consumer (KIP-848), share (KIP-932), streams (KIP-1071); unknown when Kafka does not say "
+        "(a broker without ListGroups v5, before Kafka 3.8).",
     )
     members: int = 0
     member_ids: list[str] = Field(default_factory=list)

@@ -67,8 +67,8 @@ REASSIGNMENT_ETA = Gauge(
 )
 CONSUMER_LAG_SECONDS = Gauge(
     "kafka_health_consumer_lag_seconds",
-    "A consumer group's largest lag in seconds on a topic: how long ago the log end was where its committed offset is (interpolated over the history; at least this when the history is shorter).",
-    ["namespace", "policy", "group", "topic"],
+    "A consumer group's largest lag in seconds on a topic: how long ago the log end was where its committed offset is (interpolated over the history; at least this when the history is shorter); kind: the group's type (classic, consumer, share, streams, unknown).",
+    ["namespace", "policy", "group", "topic", "kind"],
     registry=REGISTRY,
 )
 RESULTS = ("succeeded", "failed", "blocked", "withheld", "dry_run")
@@ -110,7 +110,7 @@ LABELS: dict[str, tuple[str, ...]] = {
     "kafka_health_listener_certificate_expiry_timestamp_seconds": ("namespace", "policy", "broker"),
     "kafka_health_reassignment_remaining_bytes": ("namespace", "policy"),
     "kafka_health_reassignment_eta_seconds": ("namespace", "policy"),
-    "kafka_health_consumer_lag_seconds": ("namespace", "policy", "group", "topic"),
+    "kafka_health_consumer_lag_seconds": ("namespace", "policy", "group", "topic", "kind"),
     "kafka_health_remediations": ("namespace", "policy", "action", "result"),
     "kafka_health_client_process_restarts": ("reason",),
     "kafka_health_spark_driver_restarts": ("reason",),

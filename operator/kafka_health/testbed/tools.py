@@ -25,6 +25,7 @@ TOOLS = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "kafka-groups": "org.apache.kafka.tools.GroupsCommand",  # Kafka 4.0+: every group type
 }
 # Where these tools lived before they moved to kafka-tools (Kafka 3.9 keeps the producer and
 # kafka-acls in the Scala core; 4.1 still kafka-configs; 4.4 has all three in kafka-tools).
@@ -47,6 +48,7 @@ COMMAND_CONFIG_OPTION = {
     "kafka-console-consumer": "--consumer.config",
     "kafka-acls": "--command-config",
     "kafka-transactions": "--command-config",
+    "kafka-groups": "--command-config",
 }
 
 # The options through which a caller already gave client settings: the testbed's are not added then.
