@@ -205,7 +205,9 @@ class Load:
 
 
 class ProducerThread(threading.Thread):
-    """An idempotent acks=all producer, ~200 messages/s, value = a unique sequence number."""
+    """An idempotent acks=all producer, ~200 messages/s, value = a unique sequence number. Sent in
+    batches (linger 100 ms): the same records and acknowledgements, a tenth of the requests, so a
+    roll test's brokers do not take a core between them away from the other tests."""
 
     def __init__(self, bootstrap: str, topic: str, load: Load) -> None:
         super().__init__(daemon=True)
@@ -216,7 +218,7 @@ class ProducerThread(threading.Thread):
                 **_quiet_conf(bootstrap),
                 "enable.idempotence": True,
                 "acks": "all",
-                "linger.ms": 5,
+                "linger.ms": 100,
                 "message.timeout.ms": 120_000,
             }
         )
@@ -258,6 +260,9 @@ class ConsumerThread(threading.Thread):
                 "group.id": f"{topic}-reader",
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
+                # Let each fetch wait for a batch (up to Kafka's default 500 ms) rather than answer
+                # every 100 ms batch on its own.
+                "fetch.min.bytes": 64 * 1024,
             }
         )
         self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
