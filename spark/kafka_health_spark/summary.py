@@ -1,5 +1,5 @@
-"""The numbers behind a report's plots and the lag metric: per-broker load, lag over time (in
-records and in seconds), disk over time, each group's lag in seconds per topic now.
+"""The numbers behind a report's plots and the lag metric: per-broker load, lag over time, disk
+over time, each group's lag in seconds per topic now.
 
 Computed in Spark beside the checks (the same frames) and kept small: per broker, and per
 group only for the groups with the most lag.
@@ -13,22 +13,15 @@ from datetime import UTC, datetime
 from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
-from kafka_health.models.findings import (
-    BrokerSummary,
-    DiagnosisSummary,
-    GroupTopicLag,
-    SecondsPoint,
-    SeriesPoint,
-)
+from kafka_health.models.findings import BrokerSummary, DiagnosisSummary, GroupTopicLag, SeriesPoint
 from kafka_health_spark.checks import leadership_per_broker, replicas_per_broker
 from kafka_health_spark.checks.disk import disk_now
-from kafka_health_spark.checks.lag_time import KEY, lag_seconds, lag_seconds_at
+from kafka_health_spark.checks.lag_time import lag_seconds
 from kafka_health_spark.frames import Frames, Totals
 
 TOP_GROUPS = 8
 # The parts of the summary's one collect.
 BROKERS, LAG, DISK, LAG_SECONDS = "brokers", "lag", "disk", "lag_seconds"
-LAG_SECONDS_SERIES = "lag_seconds_series"
 
 
 def _ts(micros: int) -> datetime:
@@ -73,8 +66,7 @@ def summary_rows(frames: Frames) -> DataFrame:
         .limit(TOP_GROUPS)
         .select("group_id")
     )
-    top_offsets = frames.join(offsets, top, "group_id", "left_semi")
-    lag_series = lag_per_group(top_offsets).select(
+    lag_series = lag_per_group(frames.join(offsets, top, "group_id", "left_semi")).select(
         F.lit(LAG).alias("part"),
         F.col("group_id").alias("key"),
         F.unix_micros("ts").alias("us"),
@@ -92,39 +84,15 @@ def summary_rows(frames: Frames) -> DataFrame:
         .unionByName(lag_series, allowMissingColumns=True)
         .unionByName(disk_series, allowMissingColumns=True)
         .unionByName(_lag_seconds_now(frames, offsets), allowMissingColumns=True)
-        .unionByName(_lag_seconds_series(top_offsets), allowMissingColumns=True)
-    )
-
-
-def _with_lag(offsets: DataFrame) -> DataFrame:
-    return offsets.where(F.col("log_end_offset").isNotNull()).withColumn(
-        "lag", F.col("log_end_offset") - F.col("committed_offset")
-    )
-
-
-def _lag_seconds_series(top_offsets: DataFrame) -> DataFrame:
-    """The top groups' largest lag in seconds at each sample of the window, each point read as
-    it was at that sample (from the samples up to it): the report's lag plot in seconds."""
-    samples = _with_lag(top_offsets)
-    points = samples.select(*KEY, F.col("ts").alias("at"), "committed_offset", "lag")
-    seconds = lag_seconds_at(samples, points).where(F.col("lag_seconds").isNotNull())
-    return (
-        seconds.groupBy("group_id", "at")
-        .agg(F.max_by(F.struct("lag_seconds", "lag_seconds_lower_bound"), "lag_seconds").alias("worst"))
-        .select(
-            F.lit(LAG_SECONDS_SERIES).alias("part"),
-            F.col("group_id").alias("key"),
-            F.unix_micros("at").alias("us"),
-            F.col("worst.lag_seconds").alias("value"),
-            F.col("worst.lag_seconds_lower_bound").alias("lower_bound"),
-        )
     )
 
 
 def _lag_seconds_now(frames: Frames, offsets: DataFrame) -> DataFrame:
     """Each group's largest lag in seconds per topic now (the metric
     kafka_health_consumer_lag_seconds; per partition it is in the lag findings)."""
-    samples = _with_lag(offsets)
+    samples = offsets.where(F.col("log_end_offset").isNotNull()).withColumn(
+        "lag", F.col("log_end_offset") - F.col("committed_offset")
+    )
     current = samples.where(F.col("ts") == frames.now_col)
     seconds = lag_seconds(samples, current, frames.now_col).where(F.col("lag_seconds").isNotNull())
     worst = seconds.groupBy("group_id", "topic").agg(
@@ -146,7 +114,6 @@ def summary_from(frames: Frames | Totals, rows: Sequence[Row]) -> DiagnosisSumma
     lag_rows = [r for r in rows if r["part"] == LAG]
     disk_rows = [r for r in rows if r["part"] == DISK]
     lag_seconds_rows = [r for r in rows if r["part"] == LAG_SECONDS]
-    series_rows = [r for r in rows if r["part"] == LAG_SECONDS_SERIES]
     return DiagnosisSummary(
         topics=frames.topic_count,
         partitions=frames.partition_count,
@@ -184,14 +151,5 @@ def summary_from(frames: Frames | Totals, rows: Sequence[Row]) -> DiagnosisSumma
                 for r in lag_seconds_rows
             ),
             key=lambda g: (g.group, g.topic),
-        ),
-        lag_seconds_series=sorted(
-            (
-                SecondsPoint(
-                    ts=_ts(r["us"]), key=r["key"], value=r["value"], lower_bound=bool(r["lower_bound"])
-                )
-                for r in series_rows
-            ),
-            key=lambda s: (s.key, s.ts),
         ),
     )

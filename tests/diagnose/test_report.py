@@ -9,7 +9,6 @@ from kafka_health.models.findings import (
     Diagnosis,
     DiagnosisSummary,
     Finding,
-    SecondsPoint,
     SeriesPoint,
     Severity,
     Subject,
@@ -63,12 +62,6 @@ def diagnosis() -> Diagnosis:
                 SeriesPoint(ts=T0 - timedelta(minutes=m), key="billing", value=10.0 * m) for m in (10, 5, 0)
             ],
             disk_used_bytes=[SeriesPoint(ts=T0 - timedelta(minutes=m), key="0", value=1e9) for m in (10, 0)],
-            lag_seconds_series=[
-                SecondsPoint(
-                    ts=T0 - timedelta(minutes=m), key="billing", value=60.0 * (10 - m), lower_bound=m == 5
-                )
-                for m in (5, 0)
-            ],
         ),
     )
 
@@ -89,18 +82,6 @@ def test_html_has_three_plots_and_escapes_names() -> None:
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;" in page
     assert '<span class="verdict critical">critical</span>' in page
-
-
-def test_the_lag_plot_shows_seconds_beside_records_and_marks_lower_bounds() -> None:
-    fig = html.lag_figure(diagnosis().summary)  # type: ignore[arg-type]
-    assert fig is not None
-    records, seconds = fig.axes
-    assert list(records.lines[0].get_ydata()) == [100.0, 50.0, 0.0]
-    line, filled, hollow = seconds.lines
-    assert list(line.get_ydata()) == [300.0, 600.0]
-    assert list(filled.get_ydata()) == [600.0] and filled.get_markerfacecolor() != "none"
-    assert list(hollow.get_ydata()) == [300.0] and hollow.get_markerfacecolor() == "none"
-    assert seconds.get_ylabel() == "seconds behind"
 
 
 def test_healthy_diagnosis_without_summary() -> None:

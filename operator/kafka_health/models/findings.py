@@ -89,14 +89,6 @@ class SeriesPoint(BaseModel):
     value: float
 
 
-class SecondsPoint(SeriesPoint):
-    """A group's largest lag in seconds at one sample, as it read then (lag_time.py's rule)."""
-
-    lower_bound: bool = Field(
-        False, description="The log end passed the committed offset before the oldest sample: at least this."
-    )
-
-
 class GroupTopicLag(BaseModel):
     """A group's largest lag in seconds on one topic, now (spark/kafka_health_spark/checks/lag_time.py)."""
 
@@ -130,11 +122,6 @@ class DiagnosisSummary(BaseModel):
     lag_seconds: list[GroupTopicLag] = Field(
         default_factory=list,
         description="Each group's largest lag in seconds per topic it committed offsets on, now.",
-    )
-    lag_seconds_series: list[SecondsPoint] = Field(
-        default_factory=list,
-        description="Largest lag in seconds per group over the window (the groups of `lag`); "
-        "a sample with no earlier one to read it from has no point.",
     )
 
 

@@ -2,9 +2,9 @@
 plots, no external resources.
 
 Figures are built with matplotlib's object API (no pyplot state), so rendering is safe from the
-operator's worker threads. The plots (leaders and partitions per broker, lag over time in records
-and in seconds, disk per broker) come from the diagnosis summary and are embedded as PNG data
-URIs, so the file can be mailed or attached to a ticket as it is.
+operator's worker threads. The plots (leaders and partitions per broker, lag over time, disk per broker) come from the
+diagnosis summary and are embedded as PNG data URIs, so the file can be mailed or attached to
+a ticket as it is.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import io
 from collections import defaultdict
-from collections.abc import Sequence
 from importlib import resources
 
 import jinja2
@@ -20,7 +19,7 @@ from matplotlib import dates as mdates
 from matplotlib.figure import Figure
 
 from kafka_health.diagnose.incidents import incidents_of
-from kafka_health.models.findings import BrokerSummary, Diagnosis, DiagnosisSummary, SecondsPoint, SeriesPoint
+from kafka_health.models.findings import BrokerSummary, Diagnosis, DiagnosisSummary, SeriesPoint
 from kafka_health.report.table import counts, incident_counts, subject_label
 
 _UNITS = [("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("bytes", 1.0)]
@@ -32,7 +31,7 @@ def _png(fig: Figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def _by_key(points: Sequence[SeriesPoint]) -> dict[str, list[SeriesPoint]]:
+def _by_key(points: list[SeriesPoint]) -> dict[str, list[SeriesPoint]]:
     out: dict[str, list[SeriesPoint]] = defaultdict(list)
     for p in points:
         out[p.key].append(p)
@@ -66,52 +65,26 @@ def plot_brokers(summary: DiagnosisSummary) -> str | None:
 
 
 def plot_lag(summary: DiagnosisSummary) -> str | None:
-    fig = lag_figure(summary)
-    return _png(fig) if fig else None
-
-
-def lag_figure(summary: DiagnosisSummary) -> Figure | None:
-    """Lag per group over the window (the groups with the most lag): records behind (left) and
-    seconds behind (right, open markers where only a lower bound is known)."""
+    """Total lag per group over the window (the groups with the most lag)."""
     series = _by_key(summary.lag)
-    seconds = _by_key(summary.lag_seconds_series)
-    if not series and not seconds:
+    if not series:
         return None
-    fig = Figure(figsize=(10, 3.2))
-    records_ax, seconds_ax = fig.subplots(1, 2)
+    fig = Figure(figsize=(7, 3.2))
+    ax = fig.subplots()
     for group, points in series.items():
-        records_ax.plot(
+        ax.plot(
             mdates.date2num([p.ts for p in points]),
             [p.value for p in points],
             "o-",
             markersize=3,
             label=group,
         )
-    for group, points in seconds.items():
-        (line,) = seconds_ax.plot(
-            mdates.date2num([p.ts for p in points]), [p.value for p in points], "-", label=group
-        )
-        for bound, face in ((False, line.get_color()), (True, "none")):
-            marked = [p for p in points if isinstance(p, SecondsPoint) and p.lower_bound is bound]
-            seconds_ax.plot(
-                mdates.date2num([p.ts for p in marked]),
-                [p.value for p in marked],
-                "o",
-                markersize=4,
-                markerfacecolor=face,
-                markeredgecolor=line.get_color(),
-            )
-    records_ax.set_ylabel("records behind")
-    records_ax.set_title("Consumer lag over time")
-    seconds_ax.set_ylabel("seconds behind")
-    seconds_ax.set_title("Lag in seconds (open: at least)")
-    for ax, drawn in ((records_ax, series), (seconds_ax, seconds)):
-        ax.xaxis_date(tz="UTC")
-        ax.set_ylim(bottom=0)
-        if drawn:
-            ax.legend(fontsize=8)
+    ax.xaxis_date(tz="UTC")
+    ax.set_ylabel("messages behind")
+    ax.set_title("Consumer lag over time")
+    ax.legend(fontsize=8)
     fig.autofmt_xdate()
-    return fig
+    return _png(fig)
 
 
 def _percent_full(b: BrokerSummary) -> float:

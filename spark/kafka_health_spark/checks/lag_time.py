@@ -35,26 +35,16 @@ def _seconds(a: Column, b: Column) -> Column:
 def lag_seconds(samples: DataFrame, current: DataFrame, now: Column) -> DataFrame:
     """KEY, `lag_seconds` and `lag_seconds_lower_bound` for each row of `current` (KEY,
     `committed_offset`, `lag`), from `samples` (KEY, ts, log_end_offset) of the window."""
-    points = current.select(*KEY, "committed_offset", "lag", now.alias("at"))
-    return lag_seconds_at(samples, points).drop("at")
-
-
-def lag_seconds_at(samples: DataFrame, points: DataFrame) -> DataFrame:
-    """KEY, `at`, `lag_seconds` and `lag_seconds_lower_bound` for each point (KEY, `at`,
-    `committed_offset`, `lag`): the rule above as it read at time `at`, from the samples taken
-    at or before it (so a report can plot the lag in seconds over the window)."""
-    committed = points.select(*KEY, "at", F.col("committed_offset").alias("c"), F.col("lag").alias("lag_now"))
-    s = samples.select(*KEY, "ts", "log_end_offset")
-    paths = committed.join(s, KEY).where(F.col("ts") <= F.col("at"))
+    committed = current.select(*KEY, F.col("committed_offset").alias("c"), F.col("lag").alias("lag_now"))
+    paths = samples.select(*KEY, "ts", "log_end_offset").join(committed, KEY)
     below = F.col("log_end_offset") <= F.col("c")
-    crossing = paths.groupBy(*KEY, "at").agg(
+    crossing = paths.groupBy(*KEY).agg(
         F.first("lag_now").alias("lag_now"),
         F.first("c").alias("c"),
         F.max(F.when(below, F.struct("ts", "log_end_offset"))).alias("before"),
         F.min(F.when(~below, F.struct("ts", "log_end_offset"))).alias("after"),
         F.min("ts").alias("oldest"),
     )
-    at = F.col("at")
     before_ts, before_end = F.col("before.ts"), F.col("before.log_end_offset")
     after_ts, after_end = F.col("after.ts"), F.col("after.log_end_offset")
     crossed = F.unix_micros(before_ts) + (F.col("c") - before_end) / (after_end - before_end) * (
@@ -64,16 +54,15 @@ def lag_seconds_at(samples: DataFrame, points: DataFrame) -> DataFrame:
         F.when(F.col("lag_now") <= 0, F.lit(0.0))
         .when(
             F.col("before").isNotNull() & F.col("after").isNotNull(),
-            (F.unix_micros(at) - crossed) / F.lit(1e6),
+            (F.unix_micros(now) - crossed) / F.lit(1e6),
         )
-        # Only the sample of `at`: nothing is known of the time before it (unknown, not 0 s).
-        .when(F.col("before").isNull() & (F.col("oldest") < at), _seconds(at, F.col("oldest")))
+        # Only the sample of now: nothing is known of the time before it (unknown, not 0 s).
+        .when(F.col("before").isNull() & (F.col("oldest") < now), _seconds(now, F.col("oldest")))
     )
     return crossing.select(
         *KEY,
-        "at",
         F.when(seconds.isNotNull(), F.greatest(seconds, F.lit(0.0))).alias("lag_seconds"),
-        (F.col("before").isNull() & (F.col("lag_now") > 0) & (F.col("oldest") < at)).alias(
+        (F.col("before").isNull() & (F.col("lag_now") > 0) & (F.col("oldest") < now)).alias(
             "lag_seconds_lower_bound"
         ),
     )
