@@ -34,6 +34,16 @@ FORMER_HOME = {
     "kafka-acls": "kafka.admin.AclCommand",
     "kafka-configs": "kafka.admin.ConfigCommand",
 }
+# Tools newer than some supported versions: the first Kafka release whose jars have them.
+FIRST_RELEASE = {"kafka-groups": (4, 0)}
+
+
+def in_version(name: str, kafka_version: str) -> bool:
+    """Whether Kafka `kafka_version` ships tool `name` at all (kafka-groups came with 4.0)."""
+    major, minor = (int(x) for x in kafka_version.split(".")[:2])
+    return (major, minor) >= FIRST_RELEASE.get(name, (0, 0))
+
+
 # The option each tool reads client settings from (Kafka 4.1's names); absent: it takes none.
 COMMAND_CONFIG_OPTION = {
     "kafka-topics": "--command-config",
