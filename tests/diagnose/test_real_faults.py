@@ -164,7 +164,11 @@ def test_paused_consumer_lag_equals_kafka_consumer_groups(
     }
     assert {f.evidence["status"] for f in lagging.values()} == {"STALL"}  # members present, offsets frozen
     assert all(f.evidence["samples"] == 4 for f in lagging.values())
-    (summary,) = [f for f in d.findings if f.check == "consumer_lag" and f.subject.kind is SubjectKind.GROUP]
+    (summary,) = [  # this group's: earlier tests on the session's cluster may leave lagging groups
+        f
+        for f in d.findings
+        if f.check == "consumer_lag" and f.subject.kind is SubjectKind.GROUP and f.subject.group == group
+    ]
     assert summary.evidence["total_lag"] == sum(lag or 0 for lag in tool.values())
 
 

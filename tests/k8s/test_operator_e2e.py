@@ -389,14 +389,16 @@ def test_a_policy_with_kopfs_default_finalizer_is_migrated_and_still_deletable(
 
 
 def test_metrics_after_real_cycles_are_exactly_the_documented_ones(
-    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str
+    k8s_control_plane: ControlPlane, operator: OperatorProcess, e2e_ns: str, bootstrap: str, unique_name: str
 ) -> None:
     """Scrape /metrics after real cycles (a diagnosed policy, a DryRun one with a plan held back,
     an unreachable one): every family, label and label value is one docs/observability.md names."""
     from prometheus_client.parser import text_string_to_metric_families
 
     cp = k8s_control_plane
-    lagging = f"lagging-{uuid.uuid4().hex[:6]}"  # a group 5 records behind on its own topic
+    # A group 5 records behind on its own topic; unique_name deletes both after the test, so the
+    # worker's later tests on the same cluster do not find it lagging.
+    lagging = unique_name
     faults.create_topic(bootstrap, lagging, partitions=1)
     _produce(bootstrap, lagging, 10)
     _commit(bootstrap, lagging, lagging, 5)
