@@ -23,6 +23,12 @@ the driver waits. When the driver stops with the roll still in flight (peering p
 replica, shutdown, a hold by choice) it hands the Lease over to the policy's next replica;
 when it finds the Lease lost (`LeaseLost`: this process was frozen longer than the TTL and
 another replica took over) it stops at once and writes nothing more.
+
+The Lease check and the write are two calls: a process frozen between them (SIGSTOP, a long GC
+pause) would, on waking, lay its old progress over the new holder's (a broker resumed and
+reported twice). So each roll write is also fenced on the status itself: it goes through only
+when the stored `currentRemediation` is still the one this driver last read or wrote, on a
+compare-and-swap of the version read; anyone else's progress there → `LeaseLost`.
 """
 
 from __future__ import annotations
@@ -115,6 +121,8 @@ class RollDriver:
         self._thread: threading.Thread | None = None
         self.lease: ClusterLease | None = None
         """The cluster's Lease while this driver holds it (for the whole roll)."""
+        self.base: CurrentRemediation | None = None
+        """status.currentRemediation as this driver last read or wrote it (the write fence)."""
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, first: tuple[Decision, KafkaHealthPolicyStatus] | None = None) -> None:
@@ -192,9 +200,20 @@ class RollDriver:
         if self.lease is None:
             raise LeaseLost("the roll driver writes status only while it holds the cluster lock")
         self.lease.ensure(fresh=False)
-        self._write(status)
+        self._write(status, fenced=True)
 
-    def _write(self, status: KafkaHealthPolicyStatus) -> None:
+    def read(self) -> dict[str, Any] | None:
+        """The policy as stored now; its currentRemediation becomes the base the next writes
+        are fenced on."""
+        w = self.worker
+        stored = w.runtime.k8s.read_policy(w.namespace, w.name)
+        if stored is not None:
+            self.base = parse_status(stored.get("status")).current_remediation
+        return stored
+
+    def _write(self, status: KafkaHealthPolicyStatus, *, fenced: bool = False) -> None:
+        """`fenced`: only over the remediation this driver last read or wrote (LeaseLost when
+        another writer's progress is there)."""
         w = self.worker
         k8s = w.runtime.k8s
         with w.status_lock:
@@ -203,9 +222,18 @@ class RollDriver:
                     stored = k8s.read_policy(w.namespace, w.name)
                     if stored is None:
                         return
-                    merged = merge_remediation(parse_status(stored.get("status")), status)
+                    now = parse_status(stored.get("status"))
+                    if fenced and now.current_remediation != self.base:
+                        log.warning(
+                            "roll of %s/%s: another replica's progress is in status; not written",
+                            w.namespace,
+                            w.name,
+                        )
+                        raise LeaseLost("another replica wrote roll progress since this driver's last write")
+                    merged = merge_remediation(now, status)
                     version = (stored.get("metadata") or {}).get("resourceVersion")
                     k8s.patch_policy_status(w.namespace, w.name, status_patch(merged), version)
+                    self.base = merged.current_remediation
                     return
                 except K8sError as exc:
                     if exc.status == 409:
@@ -220,7 +248,7 @@ class RollDriver:
         w = self.worker
         try:
             if first is not None:
-                stored = w.runtime.k8s.read_policy(w.namespace, w.name)
+                stored = self.read()
                 if stored is None:
                     return
                 self._act(
@@ -248,7 +276,7 @@ class RollDriver:
     def _turn(self) -> bool:
         """One decision on live state and what it calls for; False when the driver is done."""
         w = self.worker
-        stored = w.runtime.k8s.read_policy(w.namespace, w.name)
+        stored = self.read()
         if stored is None:
             return False
         status = parse_status(stored.get("status"))
