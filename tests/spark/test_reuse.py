@@ -43,6 +43,12 @@ class Variant:
         self.kept_plans: list[object] | None = None
 
 
+# The cycles: plans built at 0; warm at 1 and 2 (cycle 2 runs cycle 1's very plans); the
+# worker's maintenance at 3 (windows read Parquet again, plans kept); new thresholds at 4 (plans
+# built again); warm at 5 and 6.
+MAINTENANCE, NEW_THRESHOLDS, WARM = 3, 4, (1, 2, 5, 6)
+
+
 @pytest.mark.parametrize("large", [False, True], ids=["one-partition-and-partitioned", "one-partition-large"])
 def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, large: bool
@@ -59,7 +65,7 @@ def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
     offsets: dict[tuple[str, int], int] = {}
     now = START
     thresholds = SMALL
-    cycles = 10
+    cycles = 7
     checked = 0
     tracker = spark.sparkContext.statusTracker()
     try:
@@ -67,19 +73,19 @@ def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
             now += timedelta(seconds=rng.choice([30, 60, 240]))
             snap = _snapshot(rng, now, offsets)
             written = store.append(snap)
-            if cycle == 4:  # the worker's maintenance: the windows read Parquet again
+            if cycle == MAINTENANCE:  # the worker's maintenance: the windows read Parquet again
                 store.compact(CLUSTER)
-            if cycle == cycles // 2:
+            if cycle == NEW_THRESHOLDS:
                 thresholds = OTHER
             fresh = run_diagnosis(snap, tmp_path, thresholds, spark)  # (from Parquet)
             checked += len(fresh.findings)
             for v in variants:
                 jobs_before = max(tracker.getJobIdsForGroup(None) or [0])
                 v.windows.record(written.tables, now)
-                if cycle == 4:
+                if cycle == MAINTENANCE:
                     v.windows.invalidate()
                 reused = run_diagnosis(snap, tmp_path, thresholds, spark, windows=v.windows, plans=v.plans)
-                if cycle in (2, 3, 7, 8):  # (warm: neither a new build nor a Parquet read)
+                if cycle in WARM:  # (neither a new build nor a Parquet read)
                     v.warm_jobs.append(max(tracker.getJobIdsForGroup(None) or [0]) - jobs_before)
                 where = f"cycle {cycle} at {now}, one partition: {v.one_partition}"
                 assert reused.findings == fresh.findings, where
@@ -107,11 +113,12 @@ def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
 
 
 def _check_kept_plans(v: Variant, cycle: int) -> None:
-    """Cycle 3 runs the very plans cycle 2 ran; in one partition each as its prepared RDD."""
+    """The second warm cycle runs the very plans the first ran; in one partition each as its
+    prepared RDD."""
     plans = v.plans
-    if cycle == 2:
+    if cycle == WARM[0]:
         v.kept_plans = [p.top for p in plans._checks]
-    if cycle == 3:
+    if cycle == WARM[1]:
         assert [p.top for p in plans._checks] == v.kept_plans, "the planned plans are the same objects"
         prepared = [p for c in plans._checks for p in (c.top, c.exact) if p is not None]
         prepared += [plans._summary] + [p for _, p in plans._materialized + plans._samples]
