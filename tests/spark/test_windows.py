@@ -169,7 +169,7 @@ def test_windows_kept_in_memory_equal_windows_read_from_parquet(
     offsets: dict[tuple[str, int], int] = {}
     now = START
     t = SMALL
-    cycles = 16
+    cycles = 12
     transitions = 0
     try:
         for cycle in range(cycles):
