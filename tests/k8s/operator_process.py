@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,21 @@ def apply(cp: ControlPlane, obj: dict[str, Any], *, check: bool = True) -> subpr
     return kubectl(
         cp, "apply", "--server-side", "--field-manager=e2e", "-f", "-", input=json.dumps(obj), check=check
     )
+
+
+def bare_policy(cp: ControlPlane, prefix: str, name: str) -> str:
+    """A new namespace `<prefix>-<6 hex>` holding a policy `name` with nothing but a cluster to
+    read (no operator watches it: the test writes its status); the namespace."""
+    ns = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    kubectl(cp, "create", "namespace", ns)
+    body = {
+        "apiVersion": "kafkahealth.io/v1alpha1",
+        "kind": "KafkaHealthPolicy",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"cluster": {"bootstrapServers": ["kafka:9092"]}},
+    }
+    kubectl(cp, "create", "-f", "-", input=json.dumps(body))
+    return ns
 
 
 def get(cp: ControlPlane, kind: str, namespace: str, name: str) -> dict[str, Any]:

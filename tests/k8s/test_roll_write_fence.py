@@ -9,9 +9,7 @@ the one this driver last read or wrote.
 
 from __future__ import annotations
 
-import json
 import threading
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import cast
@@ -31,7 +29,7 @@ from kafka_health.models.policy import (
 )
 from kafka_health.report.status import status_patch
 from kafka_health.testbed.controlplane import ControlPlane
-from tests.k8s.operator_process import kubectl
+from tests.k8s.operator_process import bare_policy, kubectl
 
 pytestmark = pytest.mark.k8s
 
@@ -89,15 +87,7 @@ def test_a_write_over_another_replicas_progress_is_refused(
     k8s_control_plane: ControlPlane, k8s_api: client.ApiClient, crds: None
 ) -> None:
     cp = k8s_control_plane
-    ns = f"fence-{uuid.uuid4().hex[:6]}"
-    kubectl(cp, "create", "namespace", ns)
-    body = {
-        "apiVersion": "kafkahealth.io/v1alpha1",
-        "kind": "KafkaHealthPolicy",
-        "metadata": {"name": "roll", "namespace": ns},
-        "spec": {"cluster": {"bootstrapServers": ["kafka:9092"]}},
-    }
-    kubectl(cp, "create", "-f", "-", input=json.dumps(body))
+    ns = bare_policy(cp, "fence", "roll")
     k8s = K8s(k8s_api)
     mid_broker = KafkaHealthPolicyStatus(current_remediation=_roll(RemediationStep.WAITING_POD_READY, 2, [0]))
     k8s.patch_policy_status(ns, "roll", status_patch(mid_broker))

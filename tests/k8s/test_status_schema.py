@@ -4,27 +4,18 @@ an undeclared status field would be pruned without a word, and the report would 
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime, timedelta
 
 from kafka_health.models.findings import Diagnosis, Finding, Severity, Subject, SubjectKind
 from kafka_health.models.policy import KafkaHealthPolicyStatus
 from kafka_health.report.status import CycleOutcome, status_after_cycle, status_patch
 from kafka_health.testbed.controlplane import ControlPlane
-from tests.k8s.operator_process import kubectl
+from tests.k8s.operator_process import bare_policy, kubectl
 
 
 def test_slow_cycle_status_fields_are_stored(k8s_control_plane: ControlPlane, crds: None) -> None:
     cp = k8s_control_plane
-    ns = f"status-{uuid.uuid4().hex[:6]}"
-    kubectl(cp, "create", "namespace", ns)
-    body = {
-        "apiVersion": "kafkahealth.io/v1alpha1",
-        "kind": "KafkaHealthPolicy",
-        "metadata": {"name": "slow", "namespace": ns},
-        "spec": {"cluster": {"bootstrapServers": ["kafka:9092"]}},
-    }
-    kubectl(cp, "create", "-f", "-", input=json.dumps(body))
+    ns = bare_policy(cp, "status", "slow")
     taken = datetime(2026, 11, 23, 7, 29, 40, tzinfo=UTC)
     finding = Finding(
         check="broker_missing",
