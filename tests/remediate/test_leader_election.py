@@ -88,11 +88,19 @@ def elected_by_tool(output: str, topic: str) -> set[tuple[str, int]]:
 def test_plan_is_what_kafka_leader_election_elects(kafka: Testbed, bootstrap: str, unique_name: str) -> None:
     create_topic(bootstrap, unique_name, assignment=ASSIGNMENT)
     with KafkaAdmin({"bootstrap.servers": bootstrap}) as admin:
-        bounce(kafka, 1, unique_name, admin)
+        # Bounced again only when the leaders are back on their preferred replica by the time
+        # the snapshot is read (nothing to plan: CI saw it once on Kafka 3.9, at a load of ~10);
+        # any other difference fails below, with what the snapshot read.
+        for _ in range(2):
+            bounce(kafka, 1, unique_name, admin)
+            snap = live_snapshot(admin, unique_name)
+            if any(p.leader != p.preferred_leader for p in snap.partitions):
+                break
         before = leaders(admin, unique_name)
-        plan = plan_preferred_election(live_snapshot(admin, unique_name), batch_size=50)
+        plan = plan_preferred_election(snap, batch_size=50)
         ours = {(tp.topic, tp.partition) for tp in plan.partitions}
-        assert ours == {(unique_name, 1), (unique_name, 4)}
+        read = [(p.partition, p.leader, p.replicas, p.isr) for p in snap.partitions]
+        assert ours == {(unique_name, 1), (unique_name, 4)}, ([b.id for b in snap.brokers if b.alive], read)
 
         # The CLI's dry run prints the same plan and changes nothing.
         result = CliRunner().invoke(
