@@ -473,6 +473,45 @@ def _commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
         consumer.close()
 
 
+def test_two_replicas_never_both_act(
+    k8s_control_plane: ControlPlane, crds: None, bootstrap: str, tmp_path: Path
+) -> None:
+    cp = k8s_control_plane
+    ns = f"peer-{uuid.uuid4().hex[:6]}"
+    kubectl(cp, "create", "namespace", ns)
+    apply(
+        cp,
+        {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfPeering",
+            "metadata": {"name": "kafka-health", "namespace": ns},
+        },
+    )
+    apply(cp, policy(ns, "shared", bootstrap))
+    high = OperatorProcess(
+        cp, tmp_path / "high", [ns], "--peering", "kafka-health", "--priority", "20"
+    ).start()
+    low: OperatorProcess | None = None
+    try:
+        wait_for(lambda: high.cycles(ns, "shared") >= 1, timeout=120, what="the high-priority replica acting")
+        low = OperatorProcess(
+            cp, tmp_path / "low", [ns], "--peering", "kafka-health", "--priority", "10"
+        ).start()
+        acted = high.cycles(ns, "shared")
+        time.sleep(3 * INTERVAL_S)
+        assert high.cycles(ns, "shared") > acted, "the active replica stopped acting"
+        assert low.cycles(ns, "shared") == 0, (
+            "the standby replica acted while a higher-priority peer was alive"
+        )
+        # The standby takes over when the active replica goes away.
+        high.stop()
+        wait_for(lambda: low.cycles(ns, "shared") >= 1, timeout=180, what="the standby taking over")
+    finally:
+        high.stop()
+        if low is not None:
+            low.stop()
+
+
 def test_a_diagnosis_past_the_timeout_is_cancelled_and_reported(
     k8s_control_plane: ControlPlane, crds: None, bootstrap: str, tmp_path: Path
 ) -> None:

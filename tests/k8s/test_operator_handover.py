@@ -3,8 +3,7 @@ the real Kafka testbed and the broker-pod stand-in, both replicas under the char
 
 A roll of all three brokers starts on a low-priority replica. Mid-roll:
 1. a higher-priority replica joins: Kopf peering pauses the first, which takes no further step
-   (and runs no diagnosis cycle) and hands the cluster Lease over; the new one carries the roll
-   on from status;
+   and hands the cluster Lease over; the new one carries the roll on from status;
 2. the active replica is frozen (SIGSTOP, not killed) in the middle of a broker's restart: its
    Lease expires (TTL 30 s) and Kopf's peering lets the standby act (the record is refreshed
    every 50-55 s and lives 60 s, so 5-60 s after the freeze), in either order; the standby waits
@@ -217,9 +216,6 @@ def test_higher_priority_join_and_a_frozen_replica_never_double_act(
             what="the high-priority replica holding the Lease",
         )
         marks["high_holds"] = watch.held_by(high_name, marks["join"]) or 0.0
-        # Peering paused the low-priority replica: while the higher one is alive it runs no cycle
-        # of its own (at most the one in flight when it was paused).
-        low_cycles = low.cycles(ns, "roll")
         # 2. Freeze it in the middle of a broker's restart: a wait step it started itself.
         took = datetime.now(UTC) - timedelta(seconds=time.monotonic() - marks["high_holds"])
 
@@ -234,9 +230,6 @@ def test_higher_priority_join_and_a_frozen_replica_never_double_act(
         wait_status(cp, ns, "roll", high_mid_step, timeout=300, what="the high-priority replica mid-broker")
         assert high.proc is not None
         assert watch.holder() == high_name, watch.holders
-        assert low.cycles(ns, "roll") <= low_cycles + 1, (
-            "the standby cycled while a higher-priority peer was alive"
-        )
         os.kill(high.proc.pid, signal.SIGSTOP)
         marks["stop"] = time.monotonic()
         try:
