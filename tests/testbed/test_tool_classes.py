@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_health.testbed import distribution, tools
+from kafka_health.testbed.state import TestbedError
 
 VERSIONS = [distribution.KAFKA_VERSION, distribution.NEWEST["4.1"], distribution.NEWEST["3.9"]]
 
@@ -24,6 +25,9 @@ def test_every_tools_main_class_is_in_the_versions_jars(version: str) -> None:
     # A tool said to be newer than this version is really absent from its jars.
     newer = [n for n in tools.TOOLS if not tools.in_version(n, version)]
     assert not [n for n in newer if tools._has_class(version, tools.TOOLS[n])], f"Kafka {version}"
+    for n in newer:  # and asking for it says so, not a Java stack trace
+        with pytest.raises(TestbedError, match=f"{n} comes with Kafka"):
+            tools.main_class(n, version)
 
 
 def test_moved_tools_are_found_where_each_version_keeps_them() -> None:

@@ -71,6 +71,9 @@ def main_class(name: str, kafka_version: str) -> str:
     kept in a table of versions)."""
     if name not in TOOLS:
         raise TestbedError(f"unknown tool {name!r}; one of: {', '.join(sorted(TOOLS))}")
+    if not in_version(name, kafka_version):
+        first = ".".join(map(str, FIRST_RELEASE[name]))
+        raise TestbedError(f"{name} comes with Kafka {first}; this cluster runs Kafka {kafka_version}")
     main = TOOLS[name]
     former = FORMER_HOME.get(name)
     if former is None or _has_class(kafka_version, main):
