@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
-from kafka_health_spark.session import is_connect
+from kafka_health_spark.session import bind_to_thread, is_connect
 
 T = TypeVar("T")
 
@@ -29,10 +29,12 @@ def current_tag() -> str | None:
 
 @contextmanager
 def tagged(spark: SparkSession, tag: str | None) -> Iterator[None]:
-    """Within the block, every Spark job this thread starts carries `tag` (None: no tag).
+    """Within the block, `spark` is this thread's active session (`session.bind_to_thread`) and
+    every Spark job this thread starts carries `tag` (None: no tag).
 
     The tag is removed on the way out: asyncio runs blocking work in pooled threads, and a tag
     left behind would ride on the next, unrelated diagnosis."""
+    bind_to_thread(spark)
     if tag is None:
         yield
         return
@@ -48,12 +50,12 @@ def tagged(spark: SparkSession, tag: str | None) -> Iterator[None]:
 
 
 def carry(spark: SparkSession, fn: Callable[..., T]) -> Callable[..., T]:
-    """`fn`, to be run in another thread whose jobs carry this thread's tag."""
+    """`fn`, to be run in another thread with `spark` active there (`session.bind_to_thread`)
+    and its jobs carrying this thread's tag."""
     tag = current_tag()
-    if tag is None:
-        return fn
 
     def run(*args: object, **kwargs: object) -> T:
+        bind_to_thread(spark)
         with tagged(spark, tag):
             return fn(*args, **kwargs)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from kafka_health._kits.waiting import wait_for
+from kafka_health._kits.waiting import WaitTimeout, wait_for
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.diagnose import run_diagnosis
 from kafka_health.history.store import HistoryStore
@@ -403,8 +403,12 @@ def test_a_replica_out_of_sync_says_it_is_fenced_then_throttled_by_a_throttle_le
         if f.check == "under_replicated" and f.subject.topic == topic
     ]
     assert len(urp) == 2 and all(f.evidence["cause"] == "fenced" for f in urp), urp
-    faults.fill(bootstrap, topic, 2, kb_each=6_000)
+    # Held back for ~11 s per MB (`faults.fill`): 15 MB is ~3 min, past the wait below and a broker
+    # start on a busy machine (CI, 6 MB: copied in the ~70 s its restart and two diagnoses took).
+    faults.fill(bootstrap, topic, 2, kb_each=15_000)
     cluster.start(2)
+
+    last: list[object] = []  # what the last diagnosis said, for a failure's message
 
     def held() -> list[Finding] | None:
         snap = snapshot_of(bootstrap)
@@ -415,9 +419,13 @@ def test_a_replica_out_of_sync_says_it_is_fenced_then_throttled_by_a_throttle_le
             for f in run_diagnosis(snap, None, Thresholds(), spark).findings
             if f.check == "under_replicated" and f.subject.topic == topic
         ]
+        last[:] = [(f.subject.partition, f.evidence.get("causes")) for f in found] or ["in sync"]
         return found if found and all(f.evidence["cause"] == "throttled" for f in found) else None
 
-    found = wait_for(held, timeout=90, interval=2, what="broker 2 back, throttled")
+    try:
+        found = wait_for(held, timeout=90, interval=2, what="broker 2 back, throttled")
+    except WaitTimeout as exc:
+        raise AssertionError(f"{exc}; the last diagnosis with broker 2 alive: {last}") from exc
     # (its lag read: on a busy machine it may have copied every byte and not yet rejoined the ISR)
     assert all(
         "2 throttled (" in str(f.evidence["causes"]) and f.evidence["lag_bytes"] is not None for f in found

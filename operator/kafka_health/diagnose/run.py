@@ -21,6 +21,7 @@ from kafka_health_spark import jobs
 from kafka_health_spark.findings import sort_findings
 from kafka_health_spark.frames import build_frames
 from kafka_health_spark.runner import run_checks
+from kafka_health_spark.session import bind_to_thread
 from kafka_health_spark.slot_windows import SlotWindows
 from kafka_health_spark.summary import summarize
 from kafka_health_spark.thresholds import Thresholds
@@ -49,6 +50,7 @@ def run_diagnosis(
     policy, where `reuse.available`) runs the checks and the summary through plans built once,
     over the history windows `windows` keeps in the JVM (then a `SlotWindows`)."""
     started = time.monotonic()
+    bind_to_thread(spark)  # the caller may be any thread: the operator's workers, the CLI's main
     t = thresholds or Thresholds()
     findings = missing_findings(
         snapshot.missing,
