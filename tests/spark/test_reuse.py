@@ -35,8 +35,9 @@ def test_the_session_can_reuse_plans(spark: SparkSession) -> None:
 class Variant:
     """One way of running a policy's reused plans, with windows of its own over the shared store."""
 
-    def __init__(self, spark: SparkSession, root: Path, one_partition: bool) -> None:
+    def __init__(self, spark: SparkSession, root: Path, one_partition: bool, *, large: bool = False) -> None:
         self.one_partition = one_partition
+        self.large = large  # the cluster taken as large while this variant builds and runs
         self.windows = SlotWindows(spark, str(root), CLUSTER)
         self.plans = reuse.ReusedPlans(spark, one_partition=one_partition)
         self.warm_jobs: list[int] = []
@@ -49,19 +50,21 @@ class Variant:
 MAINTENANCE, NEW_THRESHOLDS, WARM = 3, 4, (1, 2, 5, 6)
 
 
-@pytest.mark.parametrize("large", [False, True], ids=["one-partition-and-partitioned", "one-partition-large"])
 def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, large: bool
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """In one partition (plans with no shuffle, run without jobs) and partitioned (shuffles, run
-    as jobs), alike, side by side over the same cycles (one fresh diagnosis from Parquet checks
-    both); and in one partition with the cluster taken as large (`Frames.small_cluster` false:
-    small sides hinted to broadcast, checks capped by their exact rows, not a top k)."""
-    if large:
-        monkeypatch.setattr(frames, "SMALL_CLUSTER_PARTITIONS", 0)
+    """In one partition (plans with no shuffle, run without jobs), partitioned (shuffles, run
+    as jobs), and in one partition with the cluster taken as large (`Frames.small_cluster` false:
+    small sides hinted to broadcast, checks capped by their exact rows, not a top k), alike, side
+    by side over the same cycles: one fresh diagnosis from Parquet (the cluster as it is, small)
+    checks all three. (One run, not one per mode: each fresh diagnosis builds every plan.)"""
     rng = random.Random(20261125)
     store = HistoryStore(tmp_path)
-    variants = [Variant(spark, tmp_path, True)] + ([] if large else [Variant(spark, tmp_path, False)])
+    variants = [
+        Variant(spark, tmp_path, True),
+        Variant(spark, tmp_path, False),
+        Variant(spark, tmp_path, True, large=True),
+    ]
     offsets: dict[tuple[str, int], int] = {}
     now = START
     thresholds = SMALL
@@ -81,19 +84,27 @@ def test_reused_plans_find_what_fresh_plans_find_cycle_after_cycle(
             checked += len(fresh.findings)
             for v in variants:
                 jobs_before = max(tracker.getJobIdsForGroup(None) or [0])
-                v.windows.record(written.tables, now)
-                if cycle == MAINTENANCE:
-                    v.windows.invalidate()
-                reused = run_diagnosis(snap, tmp_path, thresholds, spark, windows=v.windows, plans=v.plans)
+                with monkeypatch.context() as m:
+                    if v.large:
+                        m.setattr(frames, "SMALL_CLUSTER_PARTITIONS", 0)
+                    v.windows.record(written.tables, now)
+                    if cycle == MAINTENANCE:
+                        v.windows.invalidate()
+                    reused = run_diagnosis(
+                        snap, tmp_path, thresholds, spark, windows=v.windows, plans=v.plans
+                    )
                 if cycle in WARM:  # (neither a new build nor a Parquet read)
                     v.warm_jobs.append(max(tracker.getJobIdsForGroup(None) or [0]) - jobs_before)
-                where = f"cycle {cycle} at {now}, one partition: {v.one_partition}"
+                where = f"cycle {cycle} at {now}, one partition: {v.one_partition}, large: {v.large}"
+                assert v.plans._shape is not None and v.plans._shape.small_cluster is not v.large, where
                 assert reused.findings == fresh.findings, where
                 assert reused.summary == fresh.summary, where
                 _check_kept_plans(v, cycle)
         for v in variants:
             v.plans.interrupt("past its deadline")  # (what a cycle past its deadline does)
-            with pytest.raises(reuse.CycleInterrupted, match="past its deadline"):
+            with monkeypatch.context() as m, pytest.raises(reuse.CycleInterrupted, match="past its deadline"):
+                if v.large:
+                    m.setattr(frames, "SMALL_CLUSTER_PARTITIONS", 0)
                 run_diagnosis(snap, tmp_path, thresholds, spark, windows=v.windows, plans=v.plans)
     finally:
         for v in variants:

@@ -268,7 +268,11 @@ class Testbed:
                 *self.material(state).add_scram_args(),
             ],
             heap="256m",
-            extra_jvm=[f"-Dkafka.logs.file={self.state_dir / 'logs' / 'tools.log'}"],
+            gc="-XX:+UseSerialGC",  # a tool's JVM: over in seconds, as `tool_command`'s
+            extra_jvm=[
+                "-XX:TieredStopAtLevel=1",
+                f"-Dkafka.logs.file={self.state_dir / 'logs' / 'tools.log'}",
+            ],
         )
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
