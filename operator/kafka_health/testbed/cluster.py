@@ -257,7 +257,7 @@ class Testbed:
     def _format(self, state: TestbedState, b: BrokerState) -> None:
         if (self.data_dir(b.id) / "meta.properties").exists():
             return
-        cmd = self._java(
+        cmd = self._tool_java(
             tools.TOOLS["kafka-storage"],
             [
                 "format",
@@ -266,12 +266,6 @@ class Testbed:
                 str(self.config_path(b.id)),
                 "--ignore-formatted",
                 *self.material(state).add_scram_args(),
-            ],
-            heap="256m",
-            gc="-XX:+UseSerialGC",  # a tool's JVM: over in seconds, as `tool_command`'s
-            extra_jvm=[
-                "-XX:TieredStopAtLevel=1",
-                f"-Dkafka.logs.file={self.state_dir / 'logs' / 'tools.log'}",
             ],
         )
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -464,15 +458,13 @@ class Testbed:
         """The java command line of Kafka's tool `name` against the testbed, as its admin."""
         state = self.require()
         full_args = tools.tool_args(name, args, state.bootstrap_servers, self.client_properties())
+        return self._tool_java(tools.main_class(name, state.kafka_version), full_args)
+
+    def _tool_java(self, main: str, args: list[str]) -> list[str]:
+        """A Kafka tool's JVM: over in seconds, so the serial collector and the JIT's first tier."""
+        log = f"-Dkafka.logs.file={self.state_dir / 'logs' / 'tools.log'}"
         return self._java(
-            tools.main_class(name, state.kafka_version),
-            full_args,
-            heap="256m",
-            gc="-XX:+UseSerialGC",
-            extra_jvm=[
-                "-XX:TieredStopAtLevel=1",
-                f"-Dkafka.logs.file={self.state_dir / 'logs' / 'tools.log'}",
-            ],
+            main, args, heap="256m", gc="-XX:+UseSerialGC", extra_jvm=["-XX:TieredStopAtLevel=1", log]
         )
 
     def tool(self, name: str, args: list[str], *, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
