@@ -55,8 +55,7 @@ def carry(spark: SparkSession, fn: Callable[..., T]) -> Callable[..., T]:
     tag = current_tag()
 
     def run(*args: object, **kwargs: object) -> T:
-        bind_to_thread(spark)
-        with tagged(spark, tag):
+        with tagged(spark, tag):  # (which binds the session, tag or not)
             return fn(*args, **kwargs)
 
     return run
