@@ -31,6 +31,7 @@ EXPECTED_CALLS = {
     "describe_log_dirs",
     "eligible_leaders",
     "reassignments",
+    "share_groups",
     "listener_certificates",
     "open_transactions",
     "abort_transaction",

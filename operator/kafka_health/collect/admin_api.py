@@ -36,6 +36,7 @@ from kafka_health.collect.results import (
     Timeouts,
     TopicPartitionKey,
 )
+from kafka_health.collect.share_groups import ShareGroups
 from kafka_health.models.snapshot import (
     BrokerThrottle,
     EligibleLeaders,
@@ -229,6 +230,13 @@ class AdminApi(ABC):
         error ("CODE: text"); a cluster without ELR answers empty lists."""
         names = sorted(set(topics))
         return self._read_each("eligible_leaders", names) if names else Partial()
+
+    def share_groups(self) -> ShareGroups:
+        """Every share group (KIP-932) the principal may DESCRIBE, with its members and start
+        offsets (`collect.share_groups`); per group why it could not be described; none on a
+        cluster without share groups (before Kafka 4.0)."""
+        result: ShareGroups = self._read_whole("share_groups")
+        return result
 
     def reassignments(self) -> list[Reassignment]:
         """The partition reassignments in flight (ListPartitionReassignments, answered by the

@@ -22,6 +22,7 @@ from kafka_health.collect.results import (
     Timeouts,
     TopicPartitionKey,
 )
+from kafka_health.collect.share_groups import ShareGroups, read_share_groups
 from kafka_health.collect.transactions import read_open_transactions
 from kafka_health.models.snapshot import EligibleLeaders as Eligible
 from kafka_health.models.snapshot import OpenTransaction, Quorum, Reassignment
@@ -128,6 +129,14 @@ class KafkaPythonCalls:
             "open_transactions",
             lambda kp: read_open_transactions(kp, by_key, older_than, datetime.now(UTC), self.reason),
             budget,
+        )
+        return result
+
+    def _do_share_groups(self) -> ShareGroups:
+        # Three request rounds: ListGroups (every broker), FindCoordinator, describe + offsets.
+        budget = self.timeouts.metadata + 3 * self.timeouts.request
+        result: ShareGroups = self._kp.call(
+            "share_groups", lambda kp: read_share_groups(kp, self.reason), budget
         )
         return result
 

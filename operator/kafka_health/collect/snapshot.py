@@ -306,10 +306,12 @@ def _groups(admin: KafkaAdmin) -> Part[list[ConsumerGroup]]:
     listings, list_errors = admin.list_groups()
     ids = [g.group_id for g in listings]
     kinds = {g.group_id: parse.group_kind(g.type) for g in listings}
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="collect-groups") as pool:
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="collect-groups") as pool:
         f_desc = pool.submit(admin.describe_groups, ids)
         f_offsets = pool.submit(admin.group_offsets, ids)
+        f_share = pool.submit(_share_groups, admin)
         described, committed = f_desc.result(), f_offsets.result()
+        share, share_missing = f_share.result()
     groups: list[ConsumerGroup] = []
     missing = [Missing(part="groups", reason=f"list incomplete: {e}") for e in list_errors]
     for gid in ids:
@@ -324,7 +326,20 @@ def _groups(admin: KafkaAdmin) -> Part[list[ConsumerGroup]]:
         if desc is None or desc.state == "Dead":  # unknown, or deleted since it was listed
             continue
         groups.append(group(desc, committed.values.get(gid, []), kinds[gid]))
-    return groups, missing
+    listed = set(ids)
+    groups += [g for g in share if g.group_id not in listed]
+    return sorted(groups, key=lambda g: g.group_id), missing + share_missing
+
+
+def _share_groups(admin: KafkaAdmin) -> Part[list[ConsumerGroup]]:
+    """The share groups (`collect.share_groups`): those described, and a `group:<id>` part per
+    group that could not be (wholly) read, or a `share_groups` part when they could not be listed."""
+    try:
+        read = admin.share_groups()
+    except AdminCallError as exc:
+        return [], [Missing(part="share_groups", reason=exc.reason)]
+    missing = [Missing(part=f"group:{gid}", reason=r) for gid, r in sorted(read.errors.items())]
+    return [read.values[g] for g in sorted(read.values)], missing
 
 
 def group(desc: GroupDescription, committed: list[GroupOffset], kind: GroupKind = "unknown") -> ConsumerGroup:

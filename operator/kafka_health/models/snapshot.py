@@ -200,7 +200,17 @@ class PartitionOffsets(_Model):
 class GroupOffset(_Model):
     topic: str
     partition: int
-    committed_offset: int | None = Field(None, description="None: the group has committed nothing here.")
+    committed_offset: int | None = Field(
+        None,
+        description="None: the group has committed nothing here. In a share group, its share-partition "
+        "start offset: every record below it is delivered and acknowledged for good.",
+    )
+    reported_lag: int | None = Field(
+        None,
+        description="The lag Kafka itself reports here, when it does: a share group's on Kafka 4.2+ "
+        "(DescribeShareGroupOffsets v1), which leaves out records acknowledged past the start offset. "
+        "None for consumer groups (their lag is the log end minus the committed offset).",
+    )
 
 
 class GroupMember(_Model):

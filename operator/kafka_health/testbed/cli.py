@@ -401,6 +401,32 @@ def tool(
     os.execvp(cmd[0], cmd)
 
 
+@app.command("streams-app")
+def streams_app_(
+    app_id: Annotated[str, typer.Option("--app-id", help="application.id: the streams group's id.")],
+    source: Annotated[str, typer.Option(help="The topic it reads (absent: the group is NOT_READY).")],
+    sink: Annotated[str, typer.Option(help="The topic it writes the counts to.")],
+    setting: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="A Kafka Streams or client setting (repeatable)."),
+    ] = None,
+    state_dir: StateDir = None,
+) -> None:
+    """Start a real Kafka Streams app (group.protocol=streams) in the background and print its pid.
+
+    It counts the source's records by value (a repartition and a changelog topic, two
+    subtopologies); `kill <pid>` (SIGTERM) stops it and its member leaves the group. Its output
+    and log: <state dir>/logs/streams-<app id>.out and .log.
+    """
+    from kafka_health.testbed.streams_app import start_streams_app
+
+    try:
+        proc = start_streams_app(_testbed(state_dir), app_id, source, sink, extra=setting or [])
+    except (TestbedError, distribution.FetchError) as exc:
+        _fail(exc)
+    typer.echo(str(proc.pid))
+
+
 @app.command()
 def down(
     purge: Annotated[

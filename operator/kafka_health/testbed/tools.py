@@ -26,6 +26,9 @@ TOOLS = {
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-groups": "org.apache.kafka.tools.GroupsCommand",  # Kafka 4.0+: every group type
+    "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+    "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+    "kafka-streams-groups": "org.apache.kafka.tools.streams.StreamsGroupCommand",
 }
 # Where these tools lived before they moved to kafka-tools (Kafka 3.9 keeps the producer and
 # kafka-acls in the Scala core; 4.1 still kafka-configs; 4.4 has all three in kafka-tools).
@@ -35,7 +38,12 @@ FORMER_HOME = {
     "kafka-configs": "kafka.admin.ConfigCommand",
 }
 # Tools newer than some supported versions: the first Kafka release whose jars have them.
-FIRST_RELEASE = {"kafka-groups": (4, 0)}
+FIRST_RELEASE = {
+    "kafka-groups": (4, 0),
+    "kafka-share-groups": (4, 0),
+    "kafka-console-share-consumer": (4, 0),
+    "kafka-streams-groups": (4, 1),
+}
 
 
 def in_version(name: str, kafka_version: str) -> bool:
@@ -59,10 +67,19 @@ COMMAND_CONFIG_OPTION = {
     "kafka-acls": "--command-config",
     "kafka-transactions": "--command-config",
     "kafka-groups": "--command-config",
+    "kafka-share-groups": "--command-config",
+    "kafka-console-share-consumer": "--consumer-config",
+    "kafka-streams-groups": "--command-config",
 }
 
 # The options through which a caller already gave client settings: the testbed's are not added then.
-_GIVEN_CONFIG = {"--command-config", "--admin.config", "--producer.config", "--consumer.config"}
+_GIVEN_CONFIG = {
+    "--command-config",
+    "--admin.config",
+    "--producer.config",
+    "--consumer.config",
+    "--consumer-config",
+}
 
 
 def main_class(name: str, kafka_version: str) -> str:

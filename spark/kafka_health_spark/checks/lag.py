@@ -25,6 +25,11 @@ reaches `lag_warn_messages`. Lag is Kafka's: log end offset minus committed offs
 lag and are skipped, as the tool shows "-" for them. Beside it, `stable_lag` is the lag a
 read_committed consumer has: last stable offset minus committed offset (unknown when the last
 stable offset was not read).
+A share group (KIP-932, kind `share`) is judged the same way over its start offsets (the first
+record not yet acknowledged for good, `collect/share_groups.py`): a start offset that does not
+move while members are present is a stalled queue (STALL), records pending with no member STOP.
+Its lag here runs to the log end, so it can exceed the lag Kafka reports for it, which leaves out
+records acknowledged past the start offset (kept as `reported_lag` in the snapshot).
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ STATUSES = ["OK", "WARN", "CRITICAL_LAG", "STALL", "BLOCKED", "STOP", "REWIND"]
 _REMEDIATION = {
     "WARN": "consumers fall behind: add consumers (and partitions) or speed up processing",
     "CRITICAL_LAG": "lag is over the critical limit: add consumers (and partitions) or speed up processing",
-    "STALL": "consumers are up but not committing: look for a stuck or poisoned record, restart them",
+    "STALL": "consumers are up but not committing (in a share group: not acknowledging): look for a stuck "
+    "or poisoned record, restart them",
     "BLOCKED": "an open transaction holds the last stable offset: read_committed consumers wait until it "
     "ends; find it (kafka-transactions describe-producers, or the hanging_transaction finding) and let its "
     "producer end it, or abort it (kafka-health abort-transaction)",
@@ -117,7 +123,7 @@ def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
     )
     # Only partitions the group still has committed offsets for in the snapshot being diagnosed.
     current = per_partition.where(F.col("last_ts") == frames.now_col)
-    members = frames.groups.select("group_id", "members", "state")
+    members = frames.groups.select("group_id", "members", "state", "kind")
     burrow = (
         F.when(
             F.col("samples") < t.lag_min_samples,
@@ -244,6 +250,7 @@ def _group_status(parts: DataFrame) -> DataFrame:
             F.sum(F.when(F.col("status") != "OK", 1).otherwise(0)).alias("partitions_not_ok"),
             F.first("members").alias("members"),
             F.first("state").alias("state"),
+            F.first("kind").alias("kind"),
         )
         .withColumn("status", _status_name(F.col("worst")))
         .where(F.col("status") != "OK")
@@ -259,7 +266,8 @@ def _group_findings(groups: DataFrame) -> DataFrame:
         kind=SubjectKind.GROUP,
         group=F.col("group_id"),
         message=F.format_string(
-            "Group %s is %s: total lag %d, %d of %d partitions not OK (worst %s, lag %d).",
+            "%s %s is %s: total lag %d, %d of %d partitions not OK (worst %s, lag %d).",
+            F.when(F.col("kind") == "share", F.lit("Share group")).otherwise(F.lit("Group")),
             "group_id",
             "status",
             "total_lag",
@@ -278,6 +286,7 @@ def _group_findings(groups: DataFrame) -> DataFrame:
             "partitions_not_ok": F.col("partitions_not_ok"),
             "members": F.col("members"),
             "state": F.col("state"),
+            "kind": F.coalesce(F.col("kind"), F.lit("unknown")),
         },
         remediation=_remediation(F.col("status")),
     )
