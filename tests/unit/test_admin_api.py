@@ -32,6 +32,7 @@ EXPECTED_CALLS = {
     "eligible_leaders",
     "reassignments",
     "share_groups",
+    "streams_groups",
     "listener_certificates",
     "open_transactions",
     "abort_transaction",

@@ -37,6 +37,7 @@ from kafka_health.collect.results import (
     TopicPartitionKey,
 )
 from kafka_health.collect.share_groups import ShareGroups
+from kafka_health.collect.streams_groups import StreamsGroupInfo
 from kafka_health.models.snapshot import (
     BrokerThrottle,
     EligibleLeaders,
@@ -236,6 +237,13 @@ class AdminApi(ABC):
         offsets (`collect.share_groups`); per group why it could not be described; none on a
         cluster without share groups (before Kafka 4.0)."""
         result: ShareGroups = self._read_whole("share_groups")
+        return result
+
+    def streams_groups(self) -> list[StreamsGroupInfo]:
+        """Every streams group (KIP-1071) the principal may DESCRIBE, as its coordinator
+        describes it (`collect.streams_groups`; a group that could not be has its `error`);
+        none on a cluster without streams groups (before Kafka 4.1)."""
+        result: list[StreamsGroupInfo] = self._read_whole("streams_groups")
         return result
 
     def reassignments(self) -> list[Reassignment]:

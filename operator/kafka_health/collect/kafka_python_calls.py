@@ -23,6 +23,7 @@ from kafka_health.collect.results import (
     TopicPartitionKey,
 )
 from kafka_health.collect.share_groups import ShareGroups, read_share_groups
+from kafka_health.collect.streams_groups import StreamsGroupInfo, describe_streams_groups, list_streams_groups
 from kafka_health.collect.transactions import read_open_transactions
 from kafka_health.models.snapshot import EligibleLeaders as Eligible
 from kafka_health.models.snapshot import OpenTransaction, Quorum, Reassignment
@@ -138,6 +139,18 @@ class KafkaPythonCalls:
         result: ShareGroups = self._kp.call(
             "share_groups", lambda kp: read_share_groups(kp, self.reason), budget
         )
+        return result
+
+    def _do_streams_groups(self) -> list[StreamsGroupInfo]:
+        # Rounds: ListGroups (every broker), then FindCoordinator and describe (retried when a
+        # coordinator moved), within one request timeout each.
+        budget = self.timeouts.metadata + 3 * self.timeouts.request
+        request = self.timeouts.request
+
+        def read(kp: object) -> list[StreamsGroupInfo]:
+            return describe_streams_groups(kp, sorted(list_streams_groups(kp, request)), 2 * request)
+
+        result: list[StreamsGroupInfo] = self._kp.call("streams_groups", read, budget)
         return result
 
     def _do_abort_transaction(self, target: AbortTarget) -> None:

@@ -31,6 +31,7 @@ from kafka_health.collect.kafka_admin import (
     TopicPartitionKey,
 )
 from kafka_health.collect.results import ZOOKEEPER_MODE, ClusterMetadata, Partial
+from kafka_health.collect.streams_groups import as_group
 from kafka_health.models.snapshot import (
     Broker,
     BrokerThrottle,
@@ -154,7 +155,9 @@ def _read_parts(
         f_offsets = pool.submit(
             _guard, "offsets", [], _nothing if safety_only else lambda: _offsets(admin, md.partitions)
         )
-        f_groups = pool.submit(_guard, "groups", [], _nothing if safety_only else lambda: _groups(admin))
+        f_groups = pool.submit(
+            _guard, "groups", [], _nothing if safety_only else lambda: _groups(admin, topics)
+        )
         f_dirs = pool.submit(_guard, "log_dirs", None, lambda: _dirs(admin, alive))
         f_elr = pool.submit(_guard, "eligible_leaders", [], lambda: _eligible(admin, md.partitions))
         f_moves = pool.submit(_guard, "reassignments", [], lambda: (admin.reassignments(), []))
@@ -302,16 +305,18 @@ def _offsets(admin: KafkaAdmin, partitions: list[Partition]) -> Part[list[Partit
     return offsets, _per_topic("offsets", errors)
 
 
-def _groups(admin: KafkaAdmin) -> Part[list[ConsumerGroup]]:
+def _groups(admin: KafkaAdmin, topics: list[str]) -> Part[list[ConsumerGroup]]:
     listings, list_errors = admin.list_groups()
     ids = [g.group_id for g in listings]
     kinds = {g.group_id: parse.group_kind(g.type) for g in listings}
-    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="collect-groups") as pool:
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="collect-groups") as pool:
         f_desc = pool.submit(admin.describe_groups, ids)
         f_offsets = pool.submit(admin.group_offsets, ids)
         f_share = pool.submit(_share_groups, admin)
+        f_streams = pool.submit(_streams_groups, admin, topics)
         described, committed = f_desc.result(), f_offsets.result()
         share, share_missing = f_share.result()
+        streams, streams_missing = f_streams.result()
     groups: list[ConsumerGroup] = []
     missing = [Missing(part="groups", reason=f"list incomplete: {e}") for e in list_errors]
     for gid in ids:
@@ -326,9 +331,29 @@ def _groups(admin: KafkaAdmin) -> Part[list[ConsumerGroup]]:
         if desc is None or desc.state == "Dead":  # unknown, or deleted since it was listed
             continue
         groups.append(group(desc, committed.values.get(gid, []), kinds[gid]))
-    listed = set(ids)
-    groups += [g for g in share if g.group_id not in listed]
-    return sorted(groups, key=lambda g: g.group_id), missing + share_missing
+    # Read by their own APIs, share and streams groups replace any entry the consumer-group
+    # calls may have made of them (confluent-kafka 2.16 lists neither today).
+    special = {g.group_id for g in share + streams}
+    groups = [g for g in groups if g.group_id not in special] + share + streams
+    return sorted(groups, key=lambda g: g.group_id), missing + share_missing + streams_missing
+
+
+def _streams_groups(admin: KafkaAdmin, topics: list[str]) -> Part[list[ConsumerGroup]]:
+    """The streams groups (`collect.streams_groups`) with their committed offsets (OffsetFetch of
+    the group id, as for any group), a `group:<id>` part per group that could not be (wholly)
+    read, or a `streams_groups` part when they could not be listed."""
+    try:
+        infos = admin.streams_groups()
+    except AdminCallError as exc:
+        return [], [Missing(part="streams_groups", reason=exc.reason)]
+    missing = [Missing(part=f"group:{i.group_id}", reason=f"describe: {i.error}") for i in infos if i.error]
+    described = [i for i in infos if not i.error and i.state != "Dead"]
+    committed = admin.group_offsets([i.group_id for i in described])
+    missing += [
+        Missing(part=f"group:{g}", reason=f"offsets: {r}") for g, r in sorted(committed.errors.items())
+    ]
+    groups = [as_group(i, committed.values.get(i.group_id, []), topics) for i in described]
+    return groups, missing
 
 
 def _share_groups(admin: KafkaAdmin) -> Part[list[ConsumerGroup]]:

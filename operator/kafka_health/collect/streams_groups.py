@@ -27,10 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.protocol.admin import ListGroupsRequest
-from kafka.protocol.api_message import ApiMessage
-
-import kafka_health.collect.kafka_schemas as _schemas
+from kafka_health.models.snapshot import ConsumerGroup, GroupMember, GroupOffset, StreamsTopology
 
 LIST_GROUPS = 16
 LIST_GROUPS_TYPES_VERSION = 5  # ListGroups v5 (KIP-848) filters by group type
@@ -43,14 +40,6 @@ _COORDINATOR_MOVED = {
     15: "COORDINATOR_NOT_AVAILABLE",
     16: "NOT_COORDINATOR",
 }
-
-
-class StreamsGroupDescribeRequest(ApiMessage, load_json=_schemas):  # type: ignore[call-arg]
-    pass
-
-
-class StreamsGroupDescribeResponse(ApiMessage, load_json=_schemas):  # type: ignore[call-arg]
-    pass
 
 
 @dataclass(frozen=True)
@@ -139,6 +128,8 @@ def list_streams_groups(kp: Any, timeout: float) -> dict[str, str]:
     if not served(kp):
         return {}
 
+    from kafka.protocol.admin import ListGroupsRequest
+
     async def ask() -> dict[str, str]:
         manager = kp._manager
         groups: dict[str, str] = {}
@@ -184,6 +175,8 @@ async def _describe_round(kp: Any, ids: list[str], request_timeout_ms: int) -> d
     """One StreamsGroupDescribe per coordinator of `ids`, as kafka-python's `to_dict()`; a
     coordinator that fails answers for its groups with the failure."""
     from kafka.errors import KafkaError
+
+    from kafka_health.collect.kafka_schemas.messages import StreamsGroupDescribeRequest
 
     manager = kp._manager
     coordinators: dict[str, int] = await kp._find_coordinator_ids(ids)
@@ -303,4 +296,52 @@ def _member(raw: dict[str, Any]) -> StreamsMember:
         is_classic=raw["is_classic"],
         assignment=_tasks(raw["assignment"]),
         target_assignment=_tasks(raw["target_assignment"]),
+    )
+
+
+def as_group(info: StreamsGroupInfo, committed: list[GroupOffset], topics: Iterable[str]) -> ConsumerGroup:
+    """The `ConsumerGroup` of kind `streams` a described group makes, with its committed offsets
+    (OffsetFetch of the group id, as for any group) and the cluster's `topics` (to name the
+    source topics it misses). A member's assignment and target are the partitions its active
+    tasks read: task `<s>_<p>` reads partition p of every topic subtopology s sources from."""
+    reads = {s.subtopology_id: _reads(s) for s in info.subtopologies or []}
+    members = [
+        GroupMember(
+            member_id=m.member_id,
+            client_id=m.client_id,
+            host=m.host,
+            assignment=_partitions(m.assignment, reads),
+            target=_partitions(m.target_assignment, reads),
+        )
+        for m in info.members
+    ]
+    offsets = {(o.topic, o.partition): o for o in committed}
+    for m in members:
+        for key in m.assignment:
+            offsets.setdefault(key, GroupOffset(topic=key[0], partition=key[1]))
+    return ConsumerGroup(
+        group_id=info.group_id,
+        state=info.state,
+        kind="streams",
+        members=len(members),
+        member_ids=[m.member_id for m in members],
+        member_details=members,
+        offsets=[offsets[k] for k in sorted(offsets)],
+        streams=StreamsTopology(
+            topology_epoch=info.topology_epoch,
+            source_topics=reads,
+            missing_source_topics=missing_source_topics(info, topics),
+        ),
+    )
+
+
+def _reads(s: Subtopology) -> list[str]:
+    """The topics a subtopology's tasks read: its source topics and its repartition sources."""
+    return sorted({*s.source_topics, *(t.name for t in s.repartition_source_topics)})
+
+
+def _partitions(tasks: Tasks, reads: dict[str, list[str]]) -> list[tuple[str, int]]:
+    """The partitions `tasks`' active tasks read."""
+    return sorted(
+        {(topic, p) for sub, parts in tasks.active.items() for p in parts for topic in reads.get(sub, [])}
     )

@@ -18,7 +18,15 @@ from kafka_health.models.snapshot import ClusterSnapshot
 REPLICATION_CHECKS = frozenset({"offline_partition", "under_replicated", "under_min_isr", "at_min_isr"})
 TOPIC_DURABILITY_CHECKS = frozenset({"low_replication_factor", "low_min_isr", "unclean_leader_election"})
 GROUP_CHECKS = frozenset(
-    {"consumer_lag", "offset_out_of_range", "offset_expiry", "rebalance_storm", "reconciliation_stuck"}
+    {
+        "consumer_lag",
+        "offset_out_of_range",
+        "offset_expiry",
+        "rebalance_storm",
+        "reconciliation_stuck",
+        "streams_group_not_ready",
+        "streams_members_idle",
+    }
 )
 DISK_CHECKS = frozenset({"disk_usage", "disk_time_to_full", "log_dir_error"})
 LEADERSHIP_CHECKS = frozenset({"leader_imbalance", "leader_skew"})

@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from kafka_health.diagnose.incidents import group_incidents
 from kafka_health.diagnose.missing import judged, missing_findings
+from kafka_health.diagnose.streams_groups import streams_findings
 from kafka_health.models.findings import Diagnosis
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health_spark import jobs
@@ -83,6 +84,7 @@ def run_diagnosis(
                     summary = pending.result() if pending is not None else None
             finally:
                 frames.release()
+        findings += streams_findings(snapshot.groups, snapshot.hidden)
     findings = sort_findings(judged(findings, snapshot.missing))
     return Diagnosis(
         cluster=snapshot.cluster,

@@ -244,6 +244,24 @@ class GroupMember(_Model):
         return self.target is not None and set(self.assignment) != set(self.target)
 
 
+class StreamsTopology(_Model):
+    """What a streams group (KIP-1071, `group.protocol=streams`) adds to a group: the topology its
+    members run, and what keeps it from running when Kafka says it is NotReady."""
+
+    topology_epoch: int | None = Field(None, description="None: the coordinator knows no topology yet.")
+    source_topics: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Subtopology id -> the topics it reads (its source topics and the repartition "
+        "topics it sources from); a task `<subtopology>_<p>` reads partition p of each.",
+    )
+    missing_source_topics: list[str] = Field(
+        default_factory=list,
+        description="Source topics of the topology that the cluster does not have (compared with the "
+        "snapshot's topics): what Kafka tells the members when it holds the group NotReady. Kafka's "
+        "describe answer does not name them itself.",
+    )
+
+
 class ConsumerGroup(_Model):
     group_id: str
     state: str = Field(
@@ -263,6 +281,11 @@ class ConsumerGroup(_Model):
         "ConsumerGroupDescribe returned them.",
     )
     offsets: list[GroupOffset] = Field(default_factory=list)
+    streams: StreamsTopology | None = Field(
+        None,
+        description="A streams group's topology (kind streams); its members' assignment and target are "
+        "the partitions their active tasks read.",
+    )
 
 
 class LogDir(_Model):

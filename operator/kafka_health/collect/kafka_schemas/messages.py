@@ -22,3 +22,11 @@ class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=_here):  # type: ig
 
 class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_here):  # type: ignore[call-arg]
     pass
+
+
+class StreamsGroupDescribeRequest(ApiMessage, load_json=_here):  # type: ignore[call-arg]
+    pass
+
+
+class StreamsGroupDescribeResponse(ApiMessage, load_json=_here):  # type: ignore[call-arg]
+    pass
