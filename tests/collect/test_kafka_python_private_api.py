@@ -39,3 +39,24 @@ def test_admin_client_runs_coroutines_through_its_manager() -> None:
 
     run = KafkaConnectionManager.run
     assert list(inspect.signature(run).parameters) == ["self", "coro", "args"]
+
+
+def test_what_the_share_and_streams_group_reads_use_is_there() -> None:
+    """`collect/share_groups.py` and `collect/streams_groups.py` send requests of their own through
+    the manager, find coordinators with the client's cached lookup, drop a cached coordinator
+    that moved, and bound a whole read on the manager's loop."""
+    from kafka.cluster import ClusterMetadata
+    from kafka.net.manager import KafkaConnectionManager
+
+    coro = getattr(KafkaAdminClient, "_find_coordinator_ids", None)
+    assert coro is not None and inspect.iscoroutinefunction(coro)
+    assert list(inspect.signature(coro).parameters)[:2] == ["self", "keys"]
+    for name in ("send", "call_soon", "wait_for"):
+        assert callable(getattr(KafkaConnectionManager, name, None)), f"KafkaConnectionManager.{name}"
+    assert "request_timeout_ms" in inspect.signature(KafkaConnectionManager.send).parameters
+    assert "self._coordinators" in inspect.getsource(ClusterMetadata.__init__)
+    assert "broker_version_data" in inspect.getsource(KafkaConnectionManager)
+    from kafka.protocol import api_data
+
+    # `load_json=<package>` makes a message class read `<class name>.json` from that package.
+    assert "load_json(name, package=kw.get('load_json'))" in inspect.getsource(api_data)
