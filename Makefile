@@ -39,5 +39,9 @@ typecheck: setup
 unit: setup
 	.venv/bin/pytest tests/unit -q
 
+crd: setup
+	PYTHONPATH=operator:spark:. .venv/bin/kafka-health crd > crds/kafkahealthpolicies.kafkahealth.io.yaml
+	cp crds/*.yaml charts/kafka-health-operator/crds/
+
 clean-testbed: setup
 	.venv/bin/kafka-health testbed down --purge

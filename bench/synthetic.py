@@ -6,7 +6,8 @@ whose history the orchestrator wrote. The history is written straight to the Par
 leaves them) with numpy, because appending a day of 1M-partition snapshots one by one would take
 longer than the bench itself. Faults are planted in every check family, so no check runs on
 empty input: a dead broker, a flapping broker, flapping leaders, leaders off their preferred
-broker, stalled / stopped / slow / rewound consumer groups, a rebalancing group, a filling disk,
+broker, stalled / stopped / slow / rewound consumer groups (of every kind in turn: classic, consumer,
+share, streams), a rebalancing group, a filling disk,
 weak topic settings and a lagging controller voter.
 """
 
@@ -23,6 +24,7 @@ import pyarrow.parquet as pq
 from kafka_health.history import layout
 from kafka_health.history.schema import TABLES, member_hash
 from kafka_health.models.snapshot import (
+    GROUP_KINDS,
     Broker,
     ClusterSnapshot,
     ConsumerGroup,
@@ -33,6 +35,7 @@ from kafka_health.models.snapshot import (
     Quorum,
     QuorumVoter,
     ReplicaLag,
+    StreamsTopology,
     TopicConfig,
 )
 
@@ -200,12 +203,22 @@ def snapshot(shape: Shape, k: int | None = None) -> ClusterSnapshot:
     groups = []
     for g in range(shape.groups):
         members = [] if g == STOPPED else [f"consumer-{g}-{m}" for m in range(2)]
+        kind = GROUP_KINDS[g % len(GROUP_KINDS)]  # every kind of group, in turn
         groups.append(
             ConsumerGroup.model_construct(
                 group_id=f"group-{g:05d}",
                 state="Empty" if g == STOPPED else "Stable",
+                kind=kind,
                 members=len(members),
                 member_ids=members,
+                member_details=[],
+                streams=(
+                    StreamsTopology.model_construct(
+                        topology_epoch=0, source_topics={"0": [topic_names[g]]}, missing_source_topics=[]
+                    )
+                    if kind == "streams"
+                    else None
+                ),
                 offsets=[
                     GroupOffset.model_construct(
                         topic=topic_names[g],

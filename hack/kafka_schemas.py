@@ -19,6 +19,8 @@ MESSAGES = [
     "ShareGroupDescribeResponse",
     "DescribeShareGroupOffsetsRequest",
     "DescribeShareGroupOffsetsResponse",
+    "AlterShareGroupOffsetsRequest",
+    "AlterShareGroupOffsetsResponse",
     "StreamsGroupDescribeRequest",
     "StreamsGroupDescribeResponse",
 ]

@@ -94,7 +94,9 @@ def _lag_seconds_now(frames: Frames, offsets: DataFrame) -> DataFrame:
         "lag", F.col("log_end_offset") - F.col("committed_offset")
     )
     current = samples.where(F.col("ts") == frames.now_col)
-    seconds = lag_seconds(samples, current, frames.now_col).where(F.col("lag_seconds").isNotNull())
+    seconds = lag_seconds(samples, current, frames.now_col, frames.group_offsets).where(
+        F.col("lag_seconds").isNotNull()
+    )
     worst = seconds.groupBy("group_id", "topic").agg(
         F.max_by(F.struct("lag_seconds", "lag_seconds_lower_bound"), "lag_seconds").alias("worst")
     )

@@ -52,7 +52,15 @@ OFFSETS = pa.schema(
     ]
 )
 GROUPS = pa.schema([("group_id", STR), ("state", STR), ("kind", STR), ("members", I32), ("member_hash", STR)])
-GROUP_OFFSETS = pa.schema([("group_id", STR), ("topic", STR), ("partition", I32), ("committed_offset", I64)])
+GROUP_OFFSETS = pa.schema(
+    [
+        ("group_id", STR),
+        ("topic", STR),
+        ("partition", I32),
+        ("committed_offset", I64),
+        ("committed_timestamp", TS),  # consumerLag.timeLag Exact: the record at the committed offset
+    ]
+)
 LOG_DIRS = pa.schema(
     [
         ("broker", I32),
@@ -251,6 +259,7 @@ def _group_offsets(s: ClusterSnapshot) -> pa.Table:
             "topic": [o.topic for _, o in group_offsets],
             "partition": [o.partition for _, o in group_offsets],
             "committed_offset": [o.committed_offset for _, o in group_offsets],
+            "committed_timestamp": [o.committed_timestamp for _, o in group_offsets],
         },
     )
 

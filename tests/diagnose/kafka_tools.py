@@ -26,8 +26,10 @@ def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
     assert producer.flush(30) == 0
 
 
-def snapshot_of(bootstrap: str) -> ClusterSnapshot:
-    return collect(ConnectionConfig.from_dict({"bootstrap.servers": bootstrap}), bootstrap)
+def snapshot_of(bootstrap: str, *, exact_lag: bool = False) -> ClusterSnapshot:
+    return collect(
+        ConnectionConfig.from_dict({"bootstrap.servers": bootstrap}), bootstrap, exact_lag=exact_lag
+    )
 
 
 def describe_list(testbed: Testbed, flag: str) -> set[TopicPartition]:

@@ -95,9 +95,11 @@ def test_lag_in_seconds_is_the_age_of_the_committed_record(
             consumer.poll(INTERVAL)
             store.append(snapshot_of(bootstrap))
         now = snapshot_of(bootstrap)
+        exact = snapshot_of(bootstrap, exact_lag=True)  # consumerLag.timeLag: Exact
         stop.set()
         producing.join(30)
         d = run_diagnosis(now, tmp_path, Thresholds(lag_window_samples=4), spark)
+        d_exact = run_diagnosis(exact, tmp_path, Thresholds(lag_window_samples=4), spark)
         tool = group_lag(kafka, group)
     finally:
         stop.set()
@@ -121,3 +123,18 @@ def test_lag_in_seconds_is_the_age_of_the_committed_record(
     assert 8 <= true_age <= 20  # the pause lasted five intervals
     assert part.evidence["committed_offset"] == committed
     assert tool[(topic, 0)] is not None and tool[(topic, 0)] >= part.evidence["lag"]  # type: ignore[operator]
+
+    # Exact: the record at the committed offset fetched; its lag in seconds is its age, to the ms.
+    (offset,) = [o for g in exact.groups if g.group_id == group for o in g.offsets]
+    assert offset.committed_offset == committed
+    assert offset.committed_timestamp == written_at(bootstrap, topic, committed)
+    (part_exact,) = [
+        f
+        for f in d_exact.findings
+        if f.check == "consumer_lag" and f.subject.kind is SubjectKind.PARTITION and f.subject.group == group
+    ]
+    exact_age = (exact.taken_at - written_at(bootstrap, topic, committed)).total_seconds()
+    reported_exact = float(part_exact.evidence["lag_seconds"])  # type: ignore[arg-type]
+    print(f"| interpolated | {reported:.2f} s | true {true_age:.2f} s |")
+    print(f"| exact        | {reported_exact:.2f} s | true {exact_age:.2f} s |")
+    assert abs(reported_exact - exact_age) <= 0.1 and part_exact.evidence["lag_seconds_lower_bound"] == 0

@@ -30,6 +30,7 @@ from kafka_health.collect.connection import ConnectionConfig
 from kafka_health.collect.kafka_admin import KafkaAdmin
 from kafka_health.collect.results import ZOOKEEPER_MODE
 from kafka_health.models.findings import Diagnosis
+from kafka_health.models.policy.diagnostics import TimeLag
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health_spark.thresholds import ThresholdError, Thresholds, parse_overrides
 
@@ -51,14 +52,22 @@ def _fail(message: str) -> typer.Exit:
 
 
 def collect(
-    connection: ConnectionConfig, cluster: str, transactions_older_than: timedelta | None = None
+    connection: ConnectionConfig,
+    cluster: str,
+    transactions_older_than: timedelta | None = None,
+    *,
+    exact_lag: bool = False,
 ) -> ClusterSnapshot:
     """Read the cluster once (every admin call bounded; an unreachable cluster is a finding)."""
     from kafka_health.collect.snapshot import collect_snapshot
 
     with KafkaAdmin(connection) as admin:
         return collect_snapshot(
-            admin, cluster, lambda: datetime.now(UTC), transactions_older_than=transactions_older_than
+            admin,
+            cluster,
+            lambda: datetime.now(UTC),
+            transactions_older_than=transactions_older_than,
+            exact_lag=exact_lag,
         )
 
 
@@ -154,6 +163,16 @@ HangingTransactions = Annotated[
         "on TOPIC and DESCRIBE on TRANSACTIONAL_ID).",
     ),
 ]
+TimeLagOpt = Annotated[
+    TimeLag,
+    typer.Option(
+        "--time-lag",
+        case_sensitive=False,
+        help="How lag in seconds is measured: Interpolated (between the history's samples) or Exact "
+        "(now minus the timestamp of the record at the committed offset, fetched: needs READ on the "
+        "topics; as the policy's consumerLag.timeLag).",
+    ),
+]
 MaxTransactionTimeout = Annotated[
     int,
     typer.Option(
@@ -184,6 +203,7 @@ class DiagnoseOptions:
     spark_driver_memory: str
     threshold: list[str] | None
     transactions_older_than: timedelta | None = None
+    exact_lag: bool = False
 
 
 def diagnose(
@@ -203,6 +223,7 @@ def diagnose(
     threshold: Threshold = None,
     hanging_transactions: HangingTransactions = False,
     max_transaction_timeout: MaxTransactionTimeout = 15,
+    time_lag: TimeLagOpt = TimeLag.INTERPOLATED,
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
 ) -> None:
@@ -230,6 +251,7 @@ def diagnose(
         spark_driver_memory=spark_driver_memory,
         threshold=threshold,
         transactions_older_than=timedelta(minutes=max_transaction_timeout) if hanging_transactions else None,
+        exact_lag=time_lag is TimeLag.EXACT,
     )
     thresholds, connection = _check(opts)
     log = quiet.start(verbose, log_file)
@@ -286,7 +308,9 @@ def _snapshot(opts: DiagnoseOptions, connection: ConnectionConfig | None) -> Clu
     bootstrap = opts.bootstrap_servers
     assert bootstrap is not None and connection is not None
     with quiet.progress(f"reading {bootstrap}"):
-        snapshot = collect(connection, opts.cluster or bootstrap, opts.transactions_older_than)
+        snapshot = collect(
+            connection, opts.cluster or bootstrap, opts.transactions_older_than, exact_lag=opts.exact_lag
+        )
     refused = next((m.reason for m in snapshot.missing if m.part == "metadata"), "")
     if security_errors.kind_of(refused) is not None:  # a setting to fix, not a cluster's health
         raise _fail(f"cannot read {bootstrap}: {refused}")

@@ -16,7 +16,10 @@ Exit codes (both commands):
      the principal: a named topic or group it may not DESCRIBE (an authorization error naming
      the ACL and its grant), or, for an election of all partitions, partitions the brokers hold
      that its metadata leaves out (or totals it cannot check); nothing is changed then
-  4  refused by a safety rule: the group is not Empty, or the --save-to file already exists
+  4  refused by a safety rule: the group is not Empty (a share group: also one that does not
+     exist), or the --save-to file already exists
+
+`reset-offsets --share-group G` resets a share group's start offsets the same way (`share_reset`).
 """
 
 from __future__ import annotations
@@ -32,16 +35,12 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from kafka_health.cli import kafka_options, quiet
+from kafka_health.cli import kafka_options, quiet, share_reset
 from kafka_health.cli.kafka_options import Bootstrap
 from kafka_health.collect import security_errors
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
 from kafka_health.models.policy import OffsetResetRequest, format_duration
-from kafka_health.models.snapshot import ConsumerGroup
-from kafka_health.plan.offset_reset_plan import (
-    EMPTY_STATES,
-    OffsetResetPlan,
-)
+from kafka_health.plan.offset_reset_plan import OffsetResetPlan
 from kafka_health.remediate import access
 
 OK, PARTIAL, FAILED, REFUSED = 0, 1, 3, 4
@@ -125,15 +124,6 @@ def _targets(topics: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
     return whole, parts
 
 
-def _not_empty(group: ConsumerGroup | None) -> str | None:
-    if group is None or (group.state in EMPTY_STATES and group.members == 0):
-        return None
-    return (
-        f"group {group.group_id} is {group.state} with {group.members} member(s): offsets can only be reset "
-        "while it is Empty; stop its consumers first"
-    )
-
-
 def _offset(value: int | None, unknown: str = "-") -> str:
     return unknown if value is None else str(value)
 
@@ -153,13 +143,17 @@ def _echo_offset_changes(group: str, changes: Iterable[OffsetChange], *, unknown
     )
 
 
-def _print_plan(plan: OffsetResetPlan, output: Output, what: str) -> None:
+def _label(kind: str) -> str:
+    return "share group" if kind == "share" else "group"
+
+
+def _print_plan(plan: OffsetResetPlan, output: Output, what: str, kind: str = "consumer") -> None:
     """The plan under a header that says what happens to it: EXECUTING, DRY RUN or NOT EXECUTED."""
     if output is Output.json:
         typer.echo(plan.model_dump_json(indent=2))
         return
     when = f" (offsets at {plan.timestamp.isoformat()})" if plan.timestamp else ""
-    typer.echo(f"Offset reset of group {plan.group}, strategy {plan.strategy}{when}, {what}:")
+    typer.echo(f"Offset reset of {_label(kind)} {plan.group}, strategy {plan.strategy}{when}, {what}:")
     _echo_offset_changes(
         plan.group,
         [(e.topic, e.partition, e.current, e.target, e.note) for e in plan.entries],
@@ -167,7 +161,7 @@ def _print_plan(plan: OffsetResetPlan, output: Output, what: str) -> None:
     )
 
 
-Group = Annotated[str, typer.Option("--group", "-g", help="Consumer group id.")]
+Group = Annotated[str | None, typer.Option("--group", "-g", help="Consumer group id.")]
 Topics = Annotated[
     list[str] | None,
     typer.Option("--topic", "-t", help="TOPIC (all partitions) or TOPIC:0,1 (repeatable)."),
@@ -210,7 +204,8 @@ FromFile = Annotated[
 
 def reset_offsets(
     bootstrap_servers: Bootstrap,
-    group: Group,
+    group: Group = None,
+    share_group: share_reset.ShareGroup = None,
     command_config: kafka_options.CommandConfig = None,
     topic: Topics = None,
     to_earliest: ToEarliest = False,
@@ -226,7 +221,9 @@ def reset_offsets(
     verbose: quiet.Verbose = False,
     log_file: quiet.LogFile = None,
 ) -> None:
-    """Reset a consumer group's offsets, like `kafka-consumer-groups --reset-offsets`.
+    """Reset a consumer group's offsets, like `kafka-consumer-groups --reset-offsets` (a share
+    group's start offsets with --share-group, like `kafka-share-groups --reset-offsets`: only
+    --to-earliest, --to-latest, --to-datetime, --to-offset or --from-file).
 
     Only while the group is Empty; targets clamped to [log start, log end]; the offsets before
     the reset are saved to a file first (`--from-file` restores them).
@@ -239,6 +236,7 @@ def reset_offsets(
     (group not Empty, --save-to file exists).
     """
     quiet.start(verbose, log_file)
+    group, kind = share_reset.group_and_kind(group, share_group)
     strategy = {
         "earliest": True if to_earliest else None,
         "latest": True if to_latest else None,
@@ -248,10 +246,12 @@ def reset_offsets(
         "toOffset": to_offset,
     }
     strategies = sum(value is not None for value in strategy.values())
+    if kind == "share":
+        share_reset.check_share_strategy(strategy)
     if from_file is not None:
         if strategies:
             raise _fail("--from-file restores saved offsets: give no other strategy")
-        _rollback(bootstrap_servers, command_config, group, from_file, execute, output)
+        _rollback(bootstrap_servers, command_config, group, from_file, execute, output, kind)
         return
     if strategies != 1:
         raise _fail(
@@ -261,7 +261,7 @@ def reset_offsets(
     if not topic:
         raise _fail("name what to reset: --topic TOPIC or --topic TOPIC:0,1")
     request = _request(group, topic, strategy)
-    _reset(bootstrap_servers, command_config, request, group, save_to, execute, output)
+    _reset(bootstrap_servers, command_config, request, group, save_to, execute, output, kind)
 
 
 def _request(group: str, topic: list[str], strategy: dict[str, Any]) -> OffsetResetRequest:
@@ -293,40 +293,39 @@ def _reset(
     save_to: Path | None,
     execute: bool,
     output: Output,
+    kind: str = "consumer",
 ) -> None:
     """Plan the reset live; refuse it (printing the plan as NOT EXECUTED), print it as a dry
     run, or save the offsets and reset them."""
-    from kafka_health.remediate.offset_reset import FileStore, apply_offset_reset, plan_live
+    from kafka_health.remediate.offset_reset import KINDS, FileStore, apply_offset_reset, plan_live
 
-    now = datetime.now(UTC)
+    ops, now = KINDS[kind], datetime.now(UTC)
     with _admin(bootstrap, command_config) as admin:
         try:
-            plan, live_group = plan_live(admin, request, now)
+            plan, live_group = plan_live(admin, request, now, ops.read)
         except AdminCallError as exc:
             raise _fail(f"cannot read the cluster: {exc}") from None
         except access.NotVisible as exc:
             raise _refuse(exc.problems, "nothing reset") from None
         path = save_to or Path(f"{group}-offsets-{now.strftime('%Y%m%dT%H%M%SZ')}.json")
         # Refusals first, then the plan for reference: a refused reset never reads "EXECUTING".
-        if (refusal := _refusal(plan, live_group, execute, path)) is not None:
+        if (refusal := _refusal(plan, ops.refusal(group, live_group), execute, path)) is not None:
             typer.secho(f"error: {refusal[0]}", fg=typer.colors.RED, err=True)
-            _print_plan(plan, output, "NOT EXECUTED")
+            _print_plan(plan, output, "NOT EXECUTED", kind)
             raise typer.Exit(refusal[1])
-        _print_plan(plan, output, "EXECUTING" if execute else "DRY RUN (use --execute to reset)")
+        _print_plan(plan, output, "EXECUTING" if execute else "DRY RUN (use --execute to reset)", kind)
         if not execute:
             return
-        outcome = apply_offset_reset(admin, FileStore(path), plan, saved_name=str(path))
-    _report(outcome, output, path)
+        outcome = apply_offset_reset(admin, FileStore(path), plan, saved_name=str(path), kind=ops)
+    _report(outcome, output, path, ops.alter_call)
 
 
-def _refusal(
-    plan: OffsetResetPlan, live_group: ConsumerGroup | None, execute: bool, path: Path
-) -> tuple[str, int] | None:
-    """Why the reset may not run, with its exit code: no target (3), the group not Empty or the
-    --save-to file there already (4); None when it may."""
+def _refusal(plan: OffsetResetPlan, busy: str | None, execute: bool, path: Path) -> tuple[str, int] | None:
+    """Why the reset may not run, with its exit code: no target (3), the group not Empty (`busy`)
+    or the --save-to file there already (4); None when it may."""
     if not plan.executable:
         return ("; ".join([*plan.problems, *plan.missing][:10]) or "a partition has no target", FAILED)
-    if busy := _not_empty(live_group):
+    if busy:
         return (busy, REFUSED)
     if execute and path.exists():
         return (_save_to_exists(path), REFUSED)
@@ -340,7 +339,9 @@ def _save_to_exists(path: Path) -> str:
     )
 
 
-def _report(outcome: Any, output: Output, save_to: Path | None = None) -> None:
+def _report(
+    outcome: Any, output: Output, save_to: Path | None = None, call: str = "alter_consumer_group_offsets"
+) -> None:
     from kafka_health.remediate.offset_reset import ResetState
 
     if output is Output.json:
@@ -372,7 +373,7 @@ def _report(outcome: Any, output: Output, save_to: Path | None = None) -> None:
         raise _fail(outcome.message, REFUSED)
     if outcome.state is ResetState.FAILED:
         _denied(
-            f"alter_consumer_group_offsets:{outcome.group}",
+            f"{call}:{outcome.group}",
             ((p.error, p.topic) for p in outcome.partitions if not p.ok),
         )
         # Kafka refused every partition for an ACL: nothing changed, it could not run (3), as for
@@ -382,27 +383,34 @@ def _report(outcome: Any, output: Output, save_to: Path | None = None) -> None:
 
 
 def _rollback(
-    bootstrap: str, command_config: Path | None, group: str, path: Path, execute: bool, output: Output
+    bootstrap: str,
+    command_config: Path | None,
+    group: str,
+    path: Path,
+    execute: bool,
+    output: Output,
+    kind: str = "consumer",
 ) -> None:
-    from kafka_health.remediate.offset_reset import SavedOffsets, read_group, rollback_offsets, rollback_plan
+    from kafka_health.remediate.offset_reset import KINDS, SavedOffsets, rollback_offsets, rollback_plan
 
+    ops = KINDS[kind]
     try:
-        saved = SavedOffsets.from_file(path, group)
+        saved = SavedOffsets.from_file(path, group, kind)
     except (ValueError, OSError, ValidationError) as exc:
         raise _fail(f"cannot read {path}: {exc}") from None
     with _admin(bootstrap, command_config) as admin:
         try:
-            live_group = read_group(admin, saved.group)
+            live_group = ops.read(admin, saved.group)
             listed = {p.topic for p in admin.metadata().partitions}
             check = access.check_named_topics(admin, {p.topic for p in saved.partitions}, listed)
             if not check.ok:
                 raise access.NotVisible(check.problems())
-            entries = rollback_plan(admin, saved)
+            entries = rollback_plan(admin, saved, ops)
         except AdminCallError as exc:
             raise _fail(f"cannot read the group: {exc}") from None
         except access.NotVisible as exc:
             raise _refuse(exc.problems, "nothing restored") from None
-        busy = _not_empty(live_group)
+        busy = ops.refusal(saved.group, live_group)
         if busy:
             typer.secho(f"error: {busy}", fg=typer.colors.RED, err=True)
         if output is Output.table:
@@ -410,7 +418,7 @@ def _rollback(
                 "NOT EXECUTED" if busy else "EXECUTING" if execute else "DRY RUN (use --execute to restore)"
             )
             typer.echo(
-                f"Roll back group {saved.group} to the offsets saved at {saved.taken_at.isoformat()} "
+                f"Roll back {_label(kind)} {saved.group} to the offsets saved at {saved.taken_at.isoformat()} "
                 f"in {path}, {what}:"
             )
             _echo_offset_changes(
@@ -424,5 +432,5 @@ def _rollback(
             if output is Output.json:
                 typer.echo(json.dumps([e.model_dump(mode="json") for e in entries], indent=2))
             return
-        outcome = rollback_offsets(admin, saved)
-    _report(outcome, output)
+        outcome = rollback_offsets(admin, saved, kind=ops)
+    _report(outcome, output, call=ops.alter_call)

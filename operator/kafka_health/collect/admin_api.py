@@ -212,6 +212,16 @@ class AdminApi(ABC):
         `timestamp_ms` (epoch milliseconds), None when no message is (the caller uses log end)."""
         return self._read_each("offsets_for_times", sorted(set(partitions)), timestamp_ms)
 
+    def record_timestamps(self, wanted: Iterable[tuple[str, int, int]]) -> Partial[tuple[str, int, int], int]:
+        """Epoch milliseconds of the record at each (topic, partition, offset), fetched
+        (`collect.record_times`: READ on the topic; at most `record_times.MAX_PARTITIONS`, in
+        the order given: the most lagging first); per partition why not."""
+        chosen = list(dict.fromkeys(wanted))
+        if not chosen:
+            return Partial()
+        result: Partial[tuple[str, int, int], int] = self._read_whole("record_timestamps", chosen)
+        return result
+
     # ------------------------------------------------------------------ kafka-python
     def describe_cluster(self) -> list[BrokerRegistration]:
         """Every registered broker, fenced ones included (confluent-kafka lists only unfenced)."""
@@ -237,6 +247,21 @@ class AdminApi(ABC):
         offsets (`collect.share_groups`); per group why it could not be described; none on a
         cluster without share groups (before Kafka 4.0)."""
         result: ShareGroups = self._read_whole("share_groups")
+        return result
+
+    def alter_share_group_offsets(
+        self, group: str, offsets: Mapping[TopicPartitionKey, int]
+    ) -> Partial[TopicPartitionKey, int]:
+        """Set share group `group`'s start offsets (AlterShareGroupOffsets, API 91, to its
+        coordinator; `collect.share_groups`). Values: the offsets the broker accepted; errors:
+        per partition, "[Error N] Name: message" (a group with members answers NON_EMPTY_GROUP,
+        68, on every partition). Needs READ on the GROUP and on each TOPIC. Sent once: a failure
+        of the whole request raises `AdminCallError` (the outcome is then unknown: re-read)."""
+        if not offsets:
+            return Partial()
+        result: Partial[TopicPartitionKey, int] = self._write(
+            "alter_share_group_offsets", group, {k: int(v) for k, v in sorted(offsets.items())}
+        )
         return result
 
     def streams_groups(self) -> list[StreamsGroupInfo]:

@@ -44,7 +44,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec, ResourceType
 
-from kafka_health.collect import logs, parse, security_errors
+from kafka_health.collect import logs, parse, record_times, security_errors
 from kafka_health.collect.admin_api import AdminApi
 from kafka_health.collect.connection import ConnectionConfig, redact
 from kafka_health.collect.futures import request_timed_out, retriable
@@ -460,6 +460,12 @@ class AdminCalls(KafkaPythonCalls, AdminApi):
         out: Partial[TopicPartitionKey, int | None] = Partial(errors=raw.errors)
         for key, info in raw.values.items():
             out.values[key] = info.offset if info.offset >= 0 else None
+        return out
+
+    def _do_record_timestamps(self, wanted: list[record_times.Wanted]) -> Partial[record_times.Wanted, int]:
+        chosen = wanted[: record_times.MAX_PARTITIONS]
+        out = record_times.read_record_timestamps(self._conf, chosen, self.timeouts.request, self.reason)
+        out.errors.update(dict.fromkeys(wanted[len(chosen) :], "not read: over the offsets read a cycle"))
         return out
 
     # ------------------------------------------------------------------ kafka-python

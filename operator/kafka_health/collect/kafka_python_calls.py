@@ -22,7 +22,7 @@ from kafka_health.collect.results import (
     Timeouts,
     TopicPartitionKey,
 )
-from kafka_health.collect.share_groups import ShareGroups, read_share_groups
+from kafka_health.collect.share_groups import ShareGroups, alter_share_group_offsets, read_share_groups
 from kafka_health.collect.streams_groups import StreamsGroupInfo, describe_streams_groups, list_streams_groups
 from kafka_health.collect.transactions import read_open_transactions
 from kafka_health.models.snapshot import EligibleLeaders as Eligible
@@ -138,6 +138,19 @@ class KafkaPythonCalls:
         budget = self.timeouts.metadata + 3 * self.timeouts.request
         result: ShareGroups = self._kp.call(
             "share_groups", lambda kp: read_share_groups(kp, self.reason), budget
+        )
+        return result
+
+    def _do_alter_share_group_offsets(
+        self, group: str, offsets: dict[TopicPartitionKey, int]
+    ) -> Partial[TopicPartitionKey, int]:
+        # Two request rounds: FindCoordinator (cached per client), then the alter, sent once.
+        budget = self.timeouts.metadata + 2 * self.timeouts.request
+        result: Partial[TopicPartitionKey, int] = self._kp.call(
+            "alter_share_group_offsets",
+            lambda kp: alter_share_group_offsets(kp, group, offsets),
+            budget,
+            write=True,
         )
         return result
 

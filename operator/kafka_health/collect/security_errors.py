@@ -277,6 +277,7 @@ _PART_ACL = {
     "group_offsets": ("DESCRIBE", "GROUP"),
     "elect_leaders": ("ALTER", "CLUSTER"),
     "alter_consumer_group_offsets": ("READ", "GROUP"),
+    "alter_share_group_offsets": ("READ", "GROUP"),
     "transactions": ("READ", "TOPIC"),
     "abort_transaction": ("ALTER", "CLUSTER"),
     "alter_partition_reassignments": ("ALTER", "CLUSTER"),
@@ -294,7 +295,10 @@ _AUTHZ_CODES = {
 _ERROR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _KAFKA_ACLS_FLAG = {"CLUSTER": "--cluster", "TOPIC": "--topic", "GROUP": "--group"}
 # A call that needs another operation on a second resource type (OffsetCommit: READ on the topic too).
-_SECOND_ACL = {("alter_consumer_group_offsets", "TOPIC"): "READ"}
+_SECOND_ACL = {
+    ("alter_consumer_group_offsets", "TOPIC"): "READ",
+    ("alter_share_group_offsets", "TOPIC"): "READ",
+}
 
 
 def authorization_denied(part: str, reason: str, resource: str | None = None) -> str | None:

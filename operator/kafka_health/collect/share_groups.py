@@ -22,12 +22,15 @@ past the start offset, is kept beside it (`GroupOffset.reported_lag`).
 
 Needs DESCRIBE on the GROUP (and, for the offsets, DESCRIBE on its TOPICs), as the tool does; a
 group the principal may not describe is that group's error, never an empty group.
+
+`alter_share_group_offsets` sets a share group's start offsets (AlterShareGroupOffsets, API 91:
+`kafka-share-groups --reset-offsets --execute`), for `kafka-health reset-offsets --share-group`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kafka_health.collect.results import Partial
@@ -36,6 +39,8 @@ from kafka_health.models.snapshot import ConsumerGroup, GroupMember, GroupOffset
 LIST_GROUPS_TYPES_VERSION = 5  # ListGroups v5 (KIP-848) filters by group type
 SHARE_GROUP_DESCRIBE = 77
 DESCRIBE_SHARE_GROUP_OFFSETS = 90
+ALTER_SHARE_GROUP_OFFSETS = 91
+_COORDINATOR_MOVED = frozenset({14, 15, 16})  # loading, not available, NOT_COORDINATOR: ask again
 NO_START_OFFSET = -1  # the partition has no share-partition state yet: the tool prints "-"
 
 Describe = Callable[[BaseException], str]
@@ -176,3 +181,72 @@ def _offsets(kp: Any, node: int, gids: Iterable[str]) -> dict[str, Any]:
     request = Request(groups=[group(group_id=g, topics=None) for g in gids])
     answer = kp._manager.run(kp._manager.send, request, node).to_dict()
     return {g["group_id"]: g for g in answer["groups"]}
+
+
+def alter_share_group_offsets(
+    kp: Any, group: str, offsets: Mapping[tuple[str, int], int]
+) -> Partial[tuple[str, int], int]:
+    """AlterShareGroupOffsets (API 91, as `kafka-share-groups --reset-offsets --execute`) sent once
+    to the group's coordinator: set each partition's start offset. Kafka takes it only while the
+    group is Empty (else NON_EMPTY_GROUP, 68, for the whole request) and needs READ on the GROUP
+    (GROUP_AUTHORIZATION_FAILED for the whole request) and on each TOPIC (per partition).
+
+    Values: the offsets accepted; errors: per partition, "[Error N] Name: message" (`kafka_errors.
+    code_of` reads the code); an error of the whole request is every partition's. After a
+    coordinator error (loading, not available, moved) the cached coordinator is forgotten, so the
+    same request sent again (the executor's retry) goes where the group lives now."""
+    from kafka_health.collect.kafka_schemas.messages import AlterShareGroupOffsetsRequest as Request
+
+    if ALTER_SHARE_GROUP_OFFSETS not in kp._manager.broker_version_data.api_versions:
+        raise RuntimeError("the brokers do not serve AlterShareGroupOffsets (share groups need Kafka 4.1+)")
+    topic = Request.AlterShareGroupOffsetsRequestTopic
+    part = topic.AlterShareGroupOffsetsRequestPartition
+    by_topic: dict[str, list[Any]] = defaultdict(list)
+    for (name, partition), offset in sorted(offsets.items()):
+        by_topic[name].append(part(partition_index=partition, start_offset=int(offset)))
+    request = Request(
+        group_id=group, topics=[topic(topic_name=name, partitions=parts) for name, parts in by_topic.items()]
+    )
+    coordinator = kp._manager.run(kp._find_coordinator_ids, [group])[group]
+    answer = kp._manager.run(kp._manager.send, request, coordinator).to_dict()
+    return _altered(kp, group, offsets, answer)
+
+
+def _altered(
+    kp: Any, group: str, offsets: Mapping[tuple[str, int], int], answer: dict[str, Any]
+) -> Partial[tuple[str, int], int]:
+    """The `alter_share_group_offsets` result from Kafka's answer (see there)."""
+    out: Partial[tuple[str, int], int] = Partial()
+    if answer["error_code"]:
+        if answer["error_code"] in _COORDINATOR_MOVED:
+            _forget_coordinator(kp, group)
+        out.errors = dict.fromkeys(offsets, _reason(answer))
+        return out
+    for t in answer["responses"]:
+        for p in t["partitions"]:
+            key = (t["topic_name"], p["partition_index"])
+            if key not in offsets:
+                continue
+            if p["error_code"]:
+                out.errors[key] = _reason(p)
+            else:
+                out.values[key] = int(offsets[key])
+    for key in offsets:
+        if key not in out.values and key not in out.errors:
+            out.errors[key] = "no result for this partition in the answer"
+    return out
+
+
+def _reason(answer: dict[str, Any]) -> str:
+    """An answer's error as "[Error N] Name: message" (kafka-python's own form: `code_of` reads N)."""
+    from kafka.errors import for_code
+
+    error = for_code(answer["error_code"])
+    return f"[Error {error.errno}] {error.__name__}: {answer.get('error_message') or error.description}"
+
+
+def _forget_coordinator(kp: Any, group: str) -> None:
+    """Drop kafka-python's cached coordinator of `group` (it never drops one itself)."""
+    from kafka.protocol.metadata import CoordinatorType
+
+    kp._manager.cluster._coordinators.pop((CoordinatorType.GROUP, group), None)

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from kafka_health.collect import parse, replica_lag, security_errors, visibility
@@ -64,11 +64,15 @@ def collect_snapshot(
     *,
     safety_only: bool = False,
     transactions_older_than: timedelta | None = None,
+    exact_lag: bool = False,
 ) -> ClusterSnapshot:
     """Read the whole cluster state once; `clock()` (timezone-aware) stamps `taken_at`.
 
     `transactions_older_than`: also read the transactions open longer than this (the policy's
     hangingTransactions check; None: not read, not reported missing).
+
+    `exact_lag`: also fetch the record at each committed offset behind the log end (the policy's
+    consumerLag.timeLag Exact; `collect.record_times`), for lag in seconds from its timestamp.
 
     `safety_only`: only what the restart safety rules and the roll's planning read (metadata,
     registrations, quorum, topic configs), for the live checks a roll makes before each broker
@@ -98,6 +102,8 @@ def collect_snapshot(
     snap.broker_throttles = parts.throttles[0]
     for part in (getattr(parts, f.name) for f in fields(parts)):
         snap.missing.extend(m for m in part[1] if part is not parts.throttles or throttle_in_play(snap))
+    if exact_lag and not safety_only:
+        _record_times(admin, snap)
     if not safety_only:
         raw_dirs = dirs[0]
         if raw_dirs is not None:
@@ -336,6 +342,39 @@ def _groups(admin: KafkaAdmin, topics: list[str]) -> Part[list[ConsumerGroup]]:
     special = {g.group_id for g in share + streams}
     groups = [g for g in groups if g.group_id not in special] + share + streams
     return sorted(groups, key=lambda g: g.group_id), missing + share_missing + streams_missing
+
+
+def _record_times(admin: KafkaAdmin, snap: ClusterSnapshot) -> None:
+    """Each committed offset behind the log end gets the timestamp of its record (the most
+    lagging first, as many as `record_times` reads a cycle); what could not be read is a
+    `record_timestamps:<topic>` part (its lag in seconds is then interpolated)."""
+    ends = {(o.topic, o.partition): o.log_end_offset for o in snap.offsets}
+    behind = [
+        (end - o.committed_offset, o)
+        for g in snap.groups
+        for o in g.offsets
+        if o.committed_offset is not None and (end := ends.get((o.topic, o.partition))) is not None
+        if o.committed_offset < end
+    ]
+    behind.sort(key=lambda x: (-x[0], x[1].topic, x[1].partition))
+    try:
+        read = admin.record_timestamps((o.topic, o.partition, o.committed_offset or 0) for _, o in behind)
+    except AdminCallError as exc:
+        snap.missing.append(Missing(part="record_timestamps", reason=exc.reason))
+        return
+    for _, o in behind:
+        ms = read.values.get((o.topic, o.partition, o.committed_offset or 0))
+        o.committed_timestamp = None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
+    failed: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for (topic, partition, _), reason in read.errors.items():
+        if not reason.startswith("no record at the offset"):  # the log end moved: nothing to fetch
+            failed[topic].append((partition, reason))
+    for topic, rows in sorted(failed.items()):
+        snap.missing.append(
+            Missing(
+                part=f"record_timestamps:{topic}", reason=rows[0][1], partitions=sorted({p for p, _ in rows})
+            )
+        )
 
 
 def _streams_groups(admin: KafkaAdmin, topics: list[str]) -> Part[list[ConsumerGroup]]:

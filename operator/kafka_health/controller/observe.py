@@ -35,6 +35,7 @@ from kafka_health.models.policy import (
     format_duration,
     parse_duration,
 )
+from kafka_health.models.policy.diagnostics import TimeLag
 from kafka_health.models.reasons import DegradedReason, ProblemReason
 from kafka_health.models.snapshot import ClusterSnapshot
 from kafka_health.remediate.broker_pods import BrokerPod, BrokerPodsError, find_broker_pods
@@ -172,6 +173,7 @@ def collect(worker: PolicyWorker, spec: KafkaHealthPolicySpec, secrets: Secrets)
         transactions_older_than=(
             timedelta(minutes=hanging.max_transaction_timeout_minutes) if hanging.enabled else None
         ),
+        exact_lag=spec.diagnostics.checks.consumer_lag.time_lag is TimeLag.EXACT,
     )
     worker.last_snapshot = snapshot
     unusable = _unusable(snapshot, conn.bootstrap_servers, secrets)

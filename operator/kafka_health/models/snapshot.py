@@ -205,6 +205,13 @@ class GroupOffset(_Model):
         description="None: the group has committed nothing here. In a share group, its share-partition "
         "start offset: every record below it is delivered and acknowledged for good.",
     )
+    committed_timestamp: datetime | None = Field(
+        None,
+        description="The timestamp of the record at the committed offset, fetched when the policy's "
+        "consumerLag.timeLag is Exact (CLI: --time-lag exact) and the group is behind: its lag in "
+        "seconds is then now minus this, not interpolated. None: not read (Interpolated, no lag, or "
+        "it could not be fetched: the snapshot's `record_timestamps:<topic>` part says why).",
+    )
     reported_lag: int | None = Field(
         None,
         description="The lag Kafka itself reports here, when it does: a share group's on Kafka 4.2+ "

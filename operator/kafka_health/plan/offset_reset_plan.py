@@ -1,5 +1,7 @@
 """Offset reset plans: per partition, the committed offset now → the target, clamped to
-[log start, log end]; and the gate that lets a reset run only on an Empty group.
+[log start, log end]; and the gate that lets a reset run only on an Empty group. A share group's
+plan is the same, its start offsets standing for the committed offsets (`SHARE_STRATEGIES`,
+`share_group_refusal`).
 
 Targets follow `kafka-consumer-groups --reset-offsets`: earliest → log start; latest → log
 end; toOffset → that offset; shiftBy → committed + n (no committed offset: cannot shift);
@@ -22,6 +24,28 @@ from kafka_health.models.snapshot import ClusterSnapshot, ConsumerGroup
 
 EMPTY_STATES = ("Empty", "Dead")
 """Group states with no members: a reset cannot race a consumer (Dead: the group does not exist yet)."""
+
+SHARE_STRATEGIES = ("earliest", "latest", "toDatetime", "toOffset")
+"""The strategies a share group's reset takes: those of `kafka-share-groups --reset-offsets`
+(besides --from-file and --to-current) that a consumer group's reset has too; byDuration and
+shiftBy are the consumer tool's only."""
+
+
+def share_group_refusal(group_id: str, group: ConsumerGroup | None) -> str | None:
+    """Why the start offsets of share group `group_id` (as read: None when it is not listed) may
+    not be reset, or None. Only an existing share group that is Empty: Kafka refuses the alter
+    while it has members (NON_EMPTY_GROUP) and would create a group that does not exist."""
+    if group is None:
+        return (
+            f"share group {group_id} does not exist, or the principal lacks DESCRIBE on GROUP {group_id}: "
+            "nothing to reset (kafka-share-groups --list shows the share groups)"
+        )
+    if group.state == "Empty" and group.members == 0:
+        return None
+    return (
+        f"share group {group_id} is {group.state} with {group.members} member(s): its start offsets can "
+        "only be reset while it is Empty; stop its consumers first"
+    )
 
 
 class OffsetResetPlan(BaseModel):

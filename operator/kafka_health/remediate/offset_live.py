@@ -4,6 +4,7 @@ plan made on state read just for one request (`plan_offset_reset`). Split from `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
@@ -32,12 +33,16 @@ def read_group(admin: KafkaAdmin, group: str) -> ConsumerGroup | None:
 
 
 def plan_live(
-    admin: KafkaAdmin, request: OffsetResetRequest, now: datetime
+    admin: KafkaAdmin,
+    request: OffsetResetRequest,
+    now: datetime,
+    read: Callable[[KafkaAdmin, str], ConsumerGroup | None] = read_group,
 ) -> tuple[OffsetResetPlan, ConsumerGroup | None]:
     """`plan_offset_reset` on state read live now, just for this request (the named topics, their
     offsets, the group, and ListOffsets by time for toDatetime/byDuration); and the group read.
     Raises AdminCallError when the cluster cannot be read, `access.NotVisible` when a named
-    topic or the group is hidden from the principal (or a named topic does not exist)."""
+    topic or the group is hidden from the principal (or a named topic does not exist). `read`:
+    how the group is read (a share group: `offset_groups.read_share_group`)."""
     md = admin.metadata()
     named = set(request.topics or []) | {p.topic for p in request.partitions or []}
     check = access.check_named_topics(admin, named, {p.topic for p in md.partitions})
@@ -46,7 +51,7 @@ def plan_live(
     partitions = [p for p in md.partitions if p.topic in named]
     keys = [(p.topic, p.partition) for p in partitions]
     offsets = admin.list_offsets(keys)
-    group = read_group(admin, request.group)
+    group = read(admin, request.group)
     snapshot = ClusterSnapshot(
         cluster="live",
         taken_at=now,

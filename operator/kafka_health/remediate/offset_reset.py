@@ -17,6 +17,10 @@ nothing changed, so the record of step 4 is removed again and the result is `Not
 request keeps waiting) rather than a used-up id. Kafka's errors are matched by code
 (`kafka_errors.code_of`), never by their text.
 
+A share group (KIP-932) is reset the same way, its start offsets standing for the committed
+offsets (`kind=SHARE`: `offset_groups.py`): only an existing, Empty share group; Kafka refuses
+the alter with NON_EMPTY_GROUP when a consumer joined meanwhile.
+
 The record and its stores: `offset_store.py`; the outcome: `offset_outcome.py`; the live reads
 a reset is planned on: `offset_live.py` (all re-exported here).
 """
@@ -31,8 +35,11 @@ from typing import Any
 
 from kafka_health.collect.kafka_admin import AdminCallError, KafkaAdmin
 from kafka_health.k8s.client import K8s, K8sError
-from kafka_health.plan.offset_reset_plan import EMPTY_STATES, OffsetResetPlan
-from kafka_health.remediate.kafka_errors import COORDINATOR_NOT_READY, KafkaErrorCode, code_of
+from kafka_health.plan.offset_reset_plan import OffsetResetPlan
+from kafka_health.remediate.kafka_errors import COORDINATOR_NOT_READY, code_of
+from kafka_health.remediate.offset_groups import CONSUMER, GroupKind
+from kafka_health.remediate.offset_groups import KINDS as KINDS
+from kafka_health.remediate.offset_groups import SHARE as SHARE
 from kafka_health.remediate.offset_live import plan_live as plan_live
 from kafka_health.remediate.offset_live import read_group as read_group
 from kafka_health.remediate.offset_outcome import Key as Key
@@ -53,24 +60,6 @@ from kafka_health.remediate.offset_store import label_value
 from kafka_health.remediate.offset_store import saved_offsets_name as saved_offsets_name
 
 Outcome = Callable[..., OffsetResetOutcome]
-
-
-def _group_not_empty(admin: KafkaAdmin, group: str) -> str | None:
-    """None when the group is Empty (or unknown: no members); else why not. Raises AdminCallError."""
-    described = admin.describe_groups([group])
-    if group in described.errors:
-        raise AdminCallError("describe_consumer_groups", described.errors[group])
-    desc = described.values.get(group)
-    if desc is None or (desc.state in EMPTY_STATES and not desc.member_ids):
-        return None
-    return f"group {group} is {desc.state} with {len(desc.member_ids)} member(s): stop its consumers first"
-
-
-def _committed(admin: KafkaAdmin, group: str) -> dict[Key, int | None]:
-    read = admin.group_offsets([group])
-    if group in read.errors:
-        raise AdminCallError("list_consumer_group_offsets", read.errors[group])
-    return {(o.topic, o.partition): o.committed_offset for o in read.values.get(group, [])}
 
 
 def _clamp(admin: KafkaAdmin, entries: list[PartitionReset]) -> dict[Key, int]:
@@ -98,26 +87,31 @@ def _clamp(admin: KafkaAdmin, entries: list[PartitionReset]) -> dict[Key, int]:
 
 
 def _apply(
-    admin: KafkaAdmin, group: str, entries: list[PartitionReset], *, guard: Callable[[], None] = lambda: None
+    admin: KafkaAdmin,
+    group: str,
+    entries: list[PartitionReset],
+    *,
+    guard: Callable[[], None] = lambda: None,
+    kind: GroupKind = CONSUMER,
 ) -> str | None:
     """Clamp to live [log start, log end], alter, read back; fills `after`/`error` in place.
 
     Returns Kafka's refusal (the first entry's error), without reading back, when it refused every
-    partition because the group has members (UNKNOWN_MEMBER_ID: a consumer joined after the Empty
-    check): then provably nothing was altered — a partition is only retried for coordinator
+    partition because the group has members (UNKNOWN_MEMBER_ID, a share group's NON_EMPTY_GROUP:
+    a consumer joined after the Empty check): then provably nothing was altered — a partition is only retried for coordinator
     errors, so a final UNKNOWN_MEMBER_ID on each means none was ever accepted. None otherwise."""
     targets = _clamp(admin, entries)
-    errors = _alter(admin, group, targets, guard=guard) if targets else {}
+    errors = _alter(admin, group, targets, guard=guard, kind=kind) if targets else {}
     refusal: str | None = None
     for e in entries:
         reason = errors.get((e.topic, e.partition))
         if reason is not None:
-            e.error = _alter_error(reason)
-            if refusal is None and _has_members(reason):
+            e.error = _alter_error(reason, kind)
+            if refusal is None and kind.has_members(reason):
                 refusal = e.error
-    if targets and all(_has_members(errors.get(key)) for key in targets):
+    if targets and all(kind.has_members(errors.get(key)) for key in targets):
         return refusal
-    after = _committed(admin, group)
+    after = kind.committed(admin, group)
     for e in entries:
         e.after = after.get((e.topic, e.partition))
         if e.error is None and e.after != e.target:
@@ -132,6 +126,7 @@ def _alter(
     attempts: int = 4,
     *,
     guard: Callable[[], None] = lambda: None,
+    kind: GroupKind = CONSUMER,
 ) -> dict[Key, str]:
     """Alter, retrying (same targets: idempotent) the partitions the coordinator was not ready for
     (`COORDINATOR_NOT_READY`, by code); `guard()` before each commit."""
@@ -139,7 +134,7 @@ def _alter(
     for attempt in range(attempts):
         guard()
         try:
-            altered = admin.alter_group_offsets(group, pending)
+            altered = kind.alter(admin, group, pending)
             errors.update(altered.errors)
             for key in altered.values:
                 errors.pop(key, None)
@@ -157,13 +152,8 @@ def _alter(
     return errors
 
 
-def _has_members(reason: str | None) -> bool:
-    """Kafka's answer to an admin commit on a group that is not Empty: UNKNOWN_MEMBER_ID (25)."""
-    return code_of(reason) is KafkaErrorCode.UNKNOWN_MEMBER_ID
-
-
-def _alter_error(reason: str) -> str:
-    if _has_members(reason):
+def _alter_error(reason: str, kind: GroupKind) -> str:
+    if kind.has_members(reason):
         return f"rejected, the group is not Empty any more: {reason}"
     return reason
 
@@ -194,10 +184,11 @@ def apply_offset_reset(
     labels: Mapping[str, str] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     guard: Callable[[], None] = lambda: None,
+    kind: GroupKind = CONSUMER,
 ) -> OffsetResetOutcome:
     """The reset with the offsets before saved in `store` under `saved_name`; see the module docstring.
     `guard()` runs right before the offsets are saved (the once-per-id marker) and before each
-    commit: it raises (the operator's LeaseLost) to stop there."""
+    commit: it raises (the operator's LeaseLost) to stop there. `kind`: a consumer or a share group."""
 
     def outcome(state: ResetState, message: str, **kw: Any) -> OffsetResetOutcome:
         return OffsetResetOutcome(
@@ -209,10 +200,10 @@ def apply_offset_reset(
         if stop is not None:
             return stop
     try:
-        busy = _group_not_empty(admin, plan.group)
+        busy = kind.not_empty(admin, plan.group)
         if busy is not None:
             return outcome(ResetState.NOT_EMPTY, f"{busy}; nothing changed")
-        before = _committed(admin, plan.group)
+        before = kind.committed(admin, plan.group)
     except AdminCallError as exc:
         return outcome(ResetState.FAILED, f"could not read the group live: {exc}; nothing changed")
     entries = [
@@ -230,13 +221,14 @@ def apply_offset_reset(
         group=plan.group,
         taken_at=clock(),
         request_id=plan.request_id,
+        kind=kind.name,
         partitions=[SavedPartition(topic=e.topic, partition=e.partition, offset=e.before) for e in entries],
     )
     guard()
     stop = _save_before(store, saved_name, saved, labels, where, outcome)
     if stop is not None:
         return stop
-    return _reset(admin, plan.group, entries, store, saved_name, where, outcome, guard)
+    return _reset(admin, plan.group, entries, store, saved_name, where, outcome, guard, kind)
 
 
 def _not_yet_applied(
@@ -303,10 +295,11 @@ def _reset(
     where: str,
     outcome: Outcome,
     guard: Callable[[], None],
+    kind: GroupKind,
 ) -> OffsetResetOutcome:
     """Steps 5 and 6: alter and verify, the offsets before saved in `where`."""
     try:
-        refusal = _apply(admin, group, entries, guard=guard)
+        refusal = _apply(admin, group, entries, guard=guard, kind=kind)
     except AdminCallError as exc:
         return outcome(
             ResetState.FAILED,
@@ -389,10 +382,10 @@ def load_saved_offsets(k8s: K8s, namespace: str, name: str) -> SavedOffsets:
     return SavedOffsets.from_data(data)
 
 
-def rollback_plan(admin: KafkaAdmin, saved: SavedOffsets) -> list[PartitionReset]:
+def rollback_plan(admin: KafkaAdmin, saved: SavedOffsets, kind: GroupKind = CONSUMER) -> list[PartitionReset]:
     """Per saved partition: committed now → the saved offset (partitions saved without one are
     reported: a committed offset cannot be taken back to "none" by a commit)."""
-    current = _committed(admin, saved.group)
+    current = kind.committed(admin, saved.group)
     out = []
     for p in saved.partitions:
         entry = PartitionReset(
@@ -405,10 +398,15 @@ def rollback_plan(admin: KafkaAdmin, saved: SavedOffsets) -> list[PartitionReset
 
 
 def rollback_offsets(
-    admin: KafkaAdmin, saved: SavedOffsets | OffsetStore | Path, *, name: str = ""
+    admin: KafkaAdmin,
+    saved: SavedOffsets | OffsetStore | Path,
+    *,
+    name: str = "",
+    kind: GroupKind = CONSUMER,
 ) -> OffsetResetOutcome:
     """Commit the saved offsets again (the group must be Empty). `saved`: the offsets, a store
-    with `name` (e.g. `ConfigMapStore` and the ConfigMap name), or a file (offsets.json)."""
+    with `name` (e.g. `ConfigMapStore` and the ConfigMap name), or a file (offsets.json);
+    `kind`: a consumer or a share group."""
     if isinstance(saved, Path):
         saved = SavedOffsets.from_file(saved)
     elif not isinstance(saved, SavedOffsets):
@@ -424,12 +422,12 @@ def rollback_offsets(
         )
 
     try:
-        busy = _group_not_empty(admin, saved.group)
+        busy = kind.not_empty(admin, saved.group)
         if busy is not None:
             return outcome(ResetState.NOT_EMPTY, f"{busy}; nothing changed")
-        entries = rollback_plan(admin, saved)
+        entries = rollback_plan(admin, saved, kind)
         restorable = [e for e in entries if e.target is not None]
-        if _apply(admin, saved.group, restorable) is not None:
+        if _apply(admin, saved.group, restorable, kind=kind) is not None:
             return outcome(
                 ResetState.NOT_EMPTY,
                 "a consumer joined the group during the rollback: Kafka refused every partition; "

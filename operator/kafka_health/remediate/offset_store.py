@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,6 +44,9 @@ class SavedOffsets(BaseModel):
     group: str
     taken_at: datetime
     request_id: str | None = None
+    kind: Literal["consumer", "share"] = Field(
+        "consumer", description="The kind of group: share, a share group's start offsets."
+    )
     partitions: list[SavedPartition]
 
     def to_csv(self) -> str:
@@ -57,7 +60,9 @@ class SavedOffsets(BaseModel):
         return buf.getvalue()
 
     def data(self) -> dict[str, str]:
-        return {OFFSETS_KEY: self.model_dump_json(indent=2), CSV_KEY: self.to_csv()}
+        # A consumer group's record reads as before share groups (no "kind"): older versions read it.
+        text = self.model_dump_json(indent=2, exclude={"kind"} if self.kind == "consumer" else None)
+        return {OFFSETS_KEY: text, CSV_KEY: self.to_csv()}
 
     @classmethod
     def from_data(cls, data: Mapping[str, str], group: str | None = None) -> SavedOffsets:
@@ -68,7 +73,7 @@ class SavedOffsets(BaseModel):
         raise ValueError(f"neither {OFFSETS_KEY} nor {CSV_KEY} in the saved offsets")
 
     @classmethod
-    def from_csv(cls, text: str, group: str | None) -> SavedOffsets:
+    def from_csv(cls, text: str, group: str | None, kind: str = "consumer") -> SavedOffsets:
         if not group:
             raise ValueError("a CSV of offsets names no group: give the group")
         parts = []
@@ -81,18 +86,24 @@ class SavedOffsets(BaseModel):
                 parts.append(SavedPartition(topic=row[0].strip(), partition=int(row[1]), offset=int(row[2])))
             except ValueError:
                 raise ValueError(f"line {number}: partition and offset must be numbers") from None
-        return cls(group=group, taken_at=datetime.now(UTC), partitions=parts)
+        return cls.model_validate(
+            {"group": group, "taken_at": datetime.now(UTC), "kind": kind, "partitions": parts}
+        )
 
     @classmethod
-    def from_file(cls, path: Path, group: str | None = None) -> SavedOffsets:
-        """`offsets.json` as saved by a reset, or `topic,partition,offset` CSV (then `group` is needed)."""
+    def from_file(cls, path: Path, group: str | None = None, kind: str | None = None) -> SavedOffsets:
+        """`offsets.json` as saved by a reset, or `topic,partition,offset` CSV (then `group` is
+        needed). `kind` given: the file must hold offsets of that kind of group (a CSV is taken
+        as that kind)."""
         text = path.read_text()
         if text.lstrip().startswith("{"):
             saved = cls.model_validate_json(text)
             if group and group != saved.group:
                 raise ValueError(f"{path} holds offsets of group {saved.group}, not {group}")
+            if kind and kind != saved.kind:
+                raise ValueError(f"{path} holds offsets of a {saved.kind} group, not of a {kind} group")
             return saved
-        return cls.from_csv(text, group)
+        return cls.from_csv(text, group, kind or "consumer")
 
 
 class OffsetStore(Protocol):

@@ -138,7 +138,7 @@ def partition_status(frames: Frames, t: Thresholds) -> DataFrame:
         .when(F.col("lag_decreases") == 0, F.lit("WARN"))
         .otherwise(F.lit("OK"))
     )
-    seconds = lag_seconds(samples, current, frames.now_col)
+    seconds = lag_seconds(samples, current, frames.now_col, frames.group_offsets)
     current = frames.join(current, seconds, key, "left")
     held = (F.col("committed_offset") == F.col("last_stable_offset")) & (
         F.col("last_stable_offset") < F.col("log_end_offset")

@@ -17,6 +17,11 @@ committed offset C now:
    (`lag_seconds_lower_bound`); the window (`window_minutes`) bounds what can be known, and
    nothing beyond it is guessed. With no sample before now (a new policy, a new group), the
    lag in seconds is unknown (null), never 0.
+
+Exact (the policy's consumerLag.timeLag, the CLI's `--time-lag exact`): where the collector
+fetched the record at the committed offset (`GroupOffset.committed_timestamp`), the lag in
+seconds is now minus that record's timestamp, in place of the interpolation, and never a lower
+bound. Where it could not be fetched, the interpolation stands.
 """
 
 from __future__ import annotations
@@ -32,9 +37,10 @@ def _seconds(a: Column, b: Column) -> Column:
     return (F.unix_micros(a) - F.unix_micros(b)) / F.lit(1e6)
 
 
-def lag_seconds(samples: DataFrame, current: DataFrame, now: Column) -> DataFrame:
+def lag_seconds(samples: DataFrame, current: DataFrame, now: Column, exact: DataFrame) -> DataFrame:
     """KEY, `lag_seconds` and `lag_seconds_lower_bound` for each row of `current` (KEY,
-    `committed_offset`, `lag`), from `samples` (KEY, ts, log_end_offset) of the window."""
+    `committed_offset`, `lag`), from `samples` (KEY, ts, log_end_offset) of the window, or from
+    `exact` (KEY, `committed_timestamp`: the snapshot's group offsets) where it has a time."""
     committed = current.select(*KEY, F.col("committed_offset").alias("c"), F.col("lag").alias("lag_now"))
     paths = samples.select(*KEY, "ts", "log_end_offset").join(committed, KEY)
     below = F.col("log_end_offset") <= F.col("c")
@@ -50,8 +56,10 @@ def lag_seconds(samples: DataFrame, current: DataFrame, now: Column) -> DataFram
     crossed = F.unix_micros(before_ts) + (F.col("c") - before_end) / (after_end - before_end) * (
         F.unix_micros(after_ts) - F.unix_micros(before_ts)
     )
+    fetched = F.col("committed_timestamp").isNotNull()
     seconds = (
         F.when(F.col("lag_now") <= 0, F.lit(0.0))
+        .when(fetched, _seconds(now, F.col("committed_timestamp")))
         .when(
             F.col("before").isNotNull() & F.col("after").isNotNull(),
             (F.unix_micros(now) - crossed) / F.lit(1e6),
@@ -59,10 +67,11 @@ def lag_seconds(samples: DataFrame, current: DataFrame, now: Column) -> DataFram
         # Only the sample of now: nothing is known of the time before it (unknown, not 0 s).
         .when(F.col("before").isNull() & (F.col("oldest") < now), _seconds(now, F.col("oldest")))
     )
-    return crossing.select(
+    times = exact.select(*KEY, "committed_timestamp").where(F.col("committed_timestamp").isNotNull())
+    return crossing.join(times, KEY, "left").select(
         *KEY,
         F.when(seconds.isNotNull(), F.greatest(seconds, F.lit(0.0))).alias("lag_seconds"),
-        (F.col("before").isNull() & (F.col("lag_now") > 0) & (F.col("oldest") < now)).alias(
+        (~fetched & F.col("before").isNull() & (F.col("lag_now") > 0) & (F.col("oldest") < now)).alias(
             "lag_seconds_lower_bound"
         ),
     )

@@ -24,6 +24,14 @@ class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_here):  # type: i
     pass
 
 
+class AlterShareGroupOffsetsRequest(ApiMessage, load_json=_here):  # type: ignore[call-arg]
+    pass
+
+
+class AlterShareGroupOffsetsResponse(ApiMessage, load_json=_here):  # type: ignore[call-arg]
+    pass
+
+
 class StreamsGroupDescribeRequest(ApiMessage, load_json=_here):  # type: ignore[call-arg]
     pass
 

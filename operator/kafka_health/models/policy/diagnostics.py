@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from pydantic import Field, model_validator
 
 from kafka_health.models.policy.base import SpecModel, section
@@ -75,6 +77,13 @@ class LeaderFlappingCheck(WindowedCheck):
     )
 
 
+class TimeLag(StrEnum):
+    """How lag in seconds is measured (docs/diagnostics.md, "Lag in seconds")."""
+
+    INTERPOLATED = "Interpolated"  # over the log-end samples the history keeps: no extra read
+    EXACT = "Exact"  # from the timestamp of the record at the committed offset: READ on the topic
+
+
 class LagSeconds(SpecModel):
     """Limits on a group partition's lag in seconds; unset, lag in seconds is reported, not judged."""
 
@@ -132,6 +141,14 @@ class ConsumerLagCheck(WindowedCheck):
         le=INT64_MAX,
         description="A lag of this many messages or more makes a critical finding (status CRITICAL_LAG), "
         "whatever its trend, unless the partition is already STALL, BLOCKED, STOP or REWIND.",
+    )
+    time_lag: TimeLag = Field(
+        TimeLag.INTERPOLATED,
+        description="How lag in seconds is measured: Interpolated (how long ago the log end was where the "
+        "committed offset is, read between the history's samples: within one interval) or Exact (now minus "
+        "the timestamp of the record at the committed offset, fetched every cycle for the partitions behind, "
+        "the most lagging 2000 first; needs READ on their topics, and a partition not fetched falls back "
+        "to Interpolated).",
     )
     max_lag_seconds: LagSeconds = section(
         LagSeconds,
