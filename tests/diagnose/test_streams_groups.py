@@ -110,6 +110,7 @@ def test_streams_groups_are_read_and_a_not_ready_one_is_critical(
     assert finding.subject.group == broken and finding.severity.value == "critical"
     assert finding.evidence["missing_source_topics"] == bad.streams.missing_source_topics[0]
     assert f"Streams group {broken} is NOT_READY" in finding.message
+    print("finding:", finding.model_dump_json())
     (incident,) = [i for i in d.incidents if i.id == f"consumer_group:{broken}"]
     assert "streams_group_not_ready" in {f.check for f in incident.findings}
     assert not [f for f in d.findings if f.subject.group == healthy and f.check.startswith("streams_")]

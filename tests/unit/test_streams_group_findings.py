@@ -30,7 +30,7 @@ def test_not_ready_names_the_missing_source_topics() -> None:
     (f,) = streams_findings([streams("NotReady", [member("m1", [])], ["in"])])
     assert (f.check, f.severity.value, f.subject.group) == ("streams_group_not_ready", "critical", "app")
     assert f.evidence["missing_source_topics"] == "in" and f.evidence["source_topics"] == "in,other"
-    assert "source topic in is missing" in f.message and "1 member have no task" in f.message
+    assert "source topic in is missing" in f.message and "its 1 member has no task" in f.message
     assert f.remediation is not None and f.remediation.startswith("create in")
 
 

@@ -62,7 +62,7 @@ def _not_ready(g: ConsumerGroup, hidden: set[str]) -> Finding:
         subject=Subject(kind=SubjectKind.GROUP, group=g.group_id),
         message=(
             f"Streams group {g.group_id} is NOT_READY: {why}{hidden_note}; its {g.members} "
-            f"member{'' if g.members == 1 else 's'} have no task, so the application processes nothing."
+            f"member{' has' if g.members == 1 else 's have'} no task, so the application processes nothing."
         ),
         evidence={
             "state": g.state,
