@@ -16,7 +16,8 @@ CONTROLLER_PORT_OFFSET = 100
 INTERNAL_PORT_OFFSET = 200  # the inter-broker listener of a secured testbed
 CONTROLLER_ID_BASE = 100  # node ids of dedicated controllers (brokers keep 0..N-1 = pod ordinals)
 
-_LOG4J2 = (
+# Log4j 2 to one file (the JVM's -Dkafka.logs.file), for the testbed's nodes and its apps.
+LOG4J2_FILE = (
     "status = warn\n"
     "appender.file.type = File\n"
     "appender.file.name = FILE\n"
@@ -25,7 +26,9 @@ _LOG4J2 = (
     "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
     "rootLogger.level = INFO\n"
     "rootLogger.appenderRef.file.ref = FILE\n"
-    "logger.kafka.name = org.apache.kafka\nlogger.kafka.level = INFO\n"
+)
+_LOG4J2 = (
+    LOG4J2_FILE + "logger.kafka.name = org.apache.kafka\nlogger.kafka.level = INFO\n"
     "logger.state.name = state.change.logger\nlogger.state.level = WARN\n"
 )
 # Kafka 3.x logs through reload4j (log4j 1): the same layout in its syntax.

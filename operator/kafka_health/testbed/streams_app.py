@@ -32,7 +32,7 @@ from importlib import resources
 from pathlib import Path
 
 from kafka_health._kits.paths import cache_root, state_root
-from kafka_health.testbed import distribution
+from kafka_health.testbed import broker_config, distribution
 from kafka_health.testbed.cluster import Testbed
 from kafka_health.testbed.state import TestbedError
 
@@ -41,16 +41,7 @@ FIRST_RELEASE = (4, 1)  # the first Kafka whose clients have group.protocol=stre
 JAVAC_FLAGS = ("--release", "17", "-Xlint:all,-path,-classfile", "-Werror")
 JVM_FLAGS = ("-Xms64m", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 COMPILE_TIMEOUT_S = 300
-_LOG4J2 = (
-    "status = warn\n"
-    "appender.file.type = File\n"
-    "appender.file.name = FILE\n"
-    "appender.file.fileName = ${sys:kafka.logs.file}\n"
-    "appender.file.layout.type = PatternLayout\n"
-    "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
-    "rootLogger.level = INFO\n"
-    "rootLogger.appenderRef.file.ref = FILE\n"
-)
+_LOG4J2 = broker_config.LOG4J2_FILE
 
 
 def streams_home(version: str) -> Path:
