@@ -70,8 +70,18 @@ def quorum_unanswered(m: Missing) -> bool:
 # `visibility` is derived from the log dirs: when they timed out, it says so, for the same cause.
 # `reassignments` (ListPartitionReassignments) is answered by the active controller through the
 # broker, so it goes unanswered with the quorum whatever the connection (measured, 2 of 3
-# controllers stopped: tests/testbed/test_dedicated_controllers.py).
-_SAME_CONNECTION = {"quorum", "broker_registrations", "log_dirs", "visibility", "reassignments"}
+# controllers stopped: tests/testbed/test_dedicated_controllers.py). The share and streams groups
+# are read with kafka-python too (ListGroups at every broker, then their coordinators), so the
+# same holds for them (seen in CI: both timed out beside DescribeQuorum with the quorum lost).
+_SAME_CONNECTION = {
+    "quorum",
+    "broker_registrations",
+    "log_dirs",
+    "visibility",
+    "reassignments",
+    "share_groups",
+    "streams_groups",
+}
 
 
 def quorum_lost(missing: list[Missing], *, brokers_all_alive: bool) -> Missing | None:

@@ -191,12 +191,17 @@ def _share_groups(bootstrap: str) -> list[str]:
     """The share groups (KIP-932), which confluent-kafka does not list (kafka-python does, by
     ListGroups v5; none on a Kafka without them). DeleteGroups deletes them like any group."""
     from kafka import KafkaAdminClient
-    from kafka.errors import IncompatibleBrokerVersion
+    from kafka.errors import IncompatibleBrokerVersion, KafkaError
 
     kp = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        return [str(g["group_id"]) for g in kp.list_groups(types_filter=["share"])]
-    except IncompatibleBrokerVersion:  # before ListGroups v5 (Kafka 3.8): no share groups
-        return []
+        for _ in range(5):  # a coordinator still loading after a restart answers ListGroups with 14
+            try:
+                return [str(g["group_id"]) for g in kp.list_groups(types_filter=["share"])]
+            except IncompatibleBrokerVersion:  # before ListGroups v5 (Kafka 3.8): no share groups
+                return []
+            except KafkaError:
+                time.sleep(2)
+        return []  # cleanup is best effort, as deleting the groups is
     finally:
         kp.close()
