@@ -530,6 +530,19 @@ def test_unread_offsets_of_partitions_on_the_restarting_broker_are_planned_and_s
     assert today[:2] == ("True", DegradedReason.CLUSTER_PARTLY_UNREADABLE) and "offsets:orders" in today[2]
 
 
+@pytest.mark.parametrize("part", ["groups", "share_groups", "streams_groups"])
+def test_a_group_listing_cut_short_during_a_roll_is_planned_and_still_listed(part: str) -> None:
+    reason = "list incomplete: COORDINATOR_LOAD_IN_PROGRESS: the coordinator is loading"
+    missing = [Missing(part="log_dirs:2", reason="broker is fenced"), Missing(part=part, reason=reason)]
+    outcome = planned_outcome(missing, 2)
+    assert degraded(outcome)[:2] == ("False", StateReason.PLANNED_RESTART)
+    d = outcome.diagnosis
+    assert d is not None and d.missing == ["log_dirs:2", part] and unexpected_missing(d) == []
+    # Without a roll in flight the same gap is Degraded.
+    today = degraded(planned_outcome(missing, None))
+    assert today[:2] == ("True", DegradedReason.CLUSTER_PARTLY_UNREADABLE) and part in today[2]
+
+
 @pytest.mark.parametrize(
     ("unread", "why"),
     [

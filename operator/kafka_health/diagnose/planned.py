@@ -8,7 +8,9 @@ whole roll. Here those findings become one info incident, `planned_restart:N`, n
 roll's request id, and two gaps in the snapshot are expected: `log_dirs:N`, and the offsets of
 partitions with a replica on N (`offsets:<topic>` naming only such partitions) and a group
 whose coordinator partition has a replica on N (`group:<id>`): while N shuts down and comes back
-their leadership moves, and a ListOffsets or a group describe sent meanwhile can fail. Both
+their leadership moves, and a ListOffsets or a group describe sent meanwhile can fail; and a
+group listing (`groups`, `share_groups`, `streams_groups`), which asks every broker, one of
+them N or a coordinator still loading after N moved it. Both
 stay listed as unread (`missing`); they only do not make the policy Degraded. Everything else
 stays as it is: another broker down, a partition whose out-of-sync brokers include one the roll is not
 restarting, any other unreadable part, a halted roll (it is no longer in flight, so its broker
@@ -122,6 +124,21 @@ def offsets_restarting(f: Finding, planned: Planned, replicas: Replicas) -> int 
     return min(hit)
 
 
+# The group listings (consumer groups by confluent-kafka; share and streams groups by
+# kafka-python): ListGroups goes to every broker, and while the roll restarts one, it or the
+# coordinators moving to and loading on the others answer it with an error (seen in CI:
+# COORDINATOR_LOAD_IN_PROGRESS right after a restart), so the listing comes back incomplete.
+GROUP_LISTINGS = frozenset({"groups", "share_groups", "streams_groups"})
+
+
+def listing_restarting(f: Finding, planned: Planned) -> int | None:
+    """The lowest planned broker, when `f` is a `snapshot_incomplete` of a group listing (the
+    listing asks every broker, so any broker being restarted explains it); else None."""
+    if f.check != "snapshot_incomplete" or not planned:
+        return None
+    return min(planned) if str(f.evidence.get("part", "")) in GROUP_LISTINGS else None
+
+
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -198,6 +215,8 @@ def planned_root(
     s = f.subject
     if root == (IncidentKind.CHECK, "snapshot_incomplete"):
         broker = offsets_restarting(f, planned, replicas or {})
+        if broker is None:
+            broker = listing_restarting(f, planned)
         return root if broker is None else (IncidentKind.PLANNED_RESTART, str(broker))
     if kind is IncidentKind.CONSUMER_GROUP:
         broker = group_restarting(f, planned, replicas or {}, offsets_partitions)
