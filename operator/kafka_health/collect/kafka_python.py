@@ -275,3 +275,23 @@ def describe_topic_partitions(kp: Any, topics: list[str], per_node: float) -> li
         cursor = Request.Cursor(
             topic_name=response.next_cursor.topic_name, partition_index=response.next_cursor.partition_index
         )
+
+
+LIST_GROUPS = 16
+LIST_GROUPS_TYPES_VERSION = 5  # ListGroups v5 (KIP-848) filters by group type
+
+
+def group_type_served(kp: Any, describe_api: int) -> bool:
+    """Whether the brokers list groups by type (ListGroups v5) and serve `describe_api` (the
+    describe call of a group type: ShareGroupDescribe, StreamsGroupDescribe): a cluster without
+    them has no such group to miss."""
+    versions = kp._manager.broker_version_data.api_versions
+    return versions.get(LIST_GROUPS, (0, -1))[1] >= LIST_GROUPS_TYPES_VERSION and describe_api in versions
+
+
+def forget_group_coordinator(kp: Any, group: str) -> None:
+    """Drop kafka-python's cached coordinator of `group` (it never drops one itself), so the next
+    FindCoordinator names where the group lives now."""
+    from kafka.protocol.metadata import CoordinatorType
+
+    kp._manager.cluster._coordinators.pop((CoordinatorType.GROUP, group), None)

@@ -33,10 +33,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kafka_health.collect.kafka_python import forget_group_coordinator, group_type_served
 from kafka_health.collect.results import Partial
 from kafka_health.models.snapshot import ConsumerGroup, GroupMember, GroupOffset
 
-LIST_GROUPS_TYPES_VERSION = 5  # ListGroups v5 (KIP-848) filters by group type
 SHARE_GROUP_DESCRIBE = 77
 DESCRIBE_SHARE_GROUP_OFFSETS = 90
 ALTER_SHARE_GROUP_OFFSETS = 91
@@ -56,9 +56,7 @@ ShareGroups = Partial[str, ConsumerGroup]
 def served(kp: Any) -> bool:
     """Whether the brokers know share groups at all (ListGroups v5 and ShareGroupDescribe): a
     cluster without them (Kafka before 4.0) has no share group to miss."""
-    versions = kp._manager.broker_version_data.api_versions
-    list_max = versions.get(16, (0, -1))[1]
-    return list_max >= LIST_GROUPS_TYPES_VERSION and SHARE_GROUP_DESCRIBE in versions
+    return group_type_served(kp, SHARE_GROUP_DESCRIBE)
 
 
 def read_share_groups(kp: Any, describe: Describe) -> ShareGroups:
@@ -219,7 +217,7 @@ def _altered(
     out: Partial[tuple[str, int], int] = Partial()
     if answer["error_code"]:
         if answer["error_code"] in _COORDINATOR_MOVED:
-            _forget_coordinator(kp, group)
+            forget_group_coordinator(kp, group)
         out.errors = dict.fromkeys(offsets, _reason(answer))
         return out
     for t in answer["responses"]:
@@ -243,10 +241,3 @@ def _reason(answer: dict[str, Any]) -> str:
 
     error = for_code(answer["error_code"])
     return f"[Error {error.errno}] {error.__name__}: {answer.get('error_message') or error.description}"
-
-
-def _forget_coordinator(kp: Any, group: str) -> None:
-    """Drop kafka-python's cached coordinator of `group` (it never drops one itself)."""
-    from kafka.protocol.metadata import CoordinatorType
-
-    kp._manager.cluster._coordinators.pop((CoordinatorType.GROUP, group), None)

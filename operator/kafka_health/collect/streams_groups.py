@@ -27,10 +27,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_health.collect.kafka_python import (
+    LIST_GROUPS_TYPES_VERSION,
+    forget_group_coordinator,
+    group_type_served,
+)
 from kafka_health.models.snapshot import ConsumerGroup, GroupMember, GroupOffset, StreamsTopology
 
-LIST_GROUPS = 16
-LIST_GROUPS_TYPES_VERSION = 5  # ListGroups v5 (KIP-848) filters by group type
 STREAMS_GROUP_DESCRIBE = 89
 NOT_READY = "NotReady"  # Kafka's StreamsGroupState.NOT_READY, as the describe answer spells it
 _ROUNDS = 5  # describe rounds at most: the first, and again after a coordinator moved
@@ -115,10 +118,7 @@ def missing_source_topics(group: StreamsGroupInfo, topics: Iterable[str]) -> lis
 def served(kp: Any) -> bool:
     """Whether the brokers know streams groups (ListGroups v5 and StreamsGroupDescribe): a cluster
     without them (Kafka before 4.1) has no streams group to miss."""
-    versions = kp._manager.broker_version_data.api_versions
-    return versions.get(LIST_GROUPS, (0, -1))[1] >= LIST_GROUPS_TYPES_VERSION and (
-        STREAMS_GROUP_DESCRIBE in versions
-    )
+    return group_type_served(kp, STREAMS_GROUP_DESCRIBE)
 
 
 def list_streams_groups(kp: Any, timeout: float) -> dict[str, str]:
@@ -163,7 +163,7 @@ def describe_streams_groups(kp: Any, group_ids: list[str], timeout: float) -> li
             if not pending:
                 break
             for gid in pending:
-                _forget_coordinator(kp, gid)
+                forget_group_coordinator(kp, gid)
             await kp._manager._net.sleep(0.2)
         return answers
 
@@ -207,14 +207,6 @@ def _failed(group_id: str, why: str) -> dict[str, Any]:
         "topology": None,
         "members": [],
     }
-
-
-def _forget_coordinator(kp: Any, group_id: str) -> None:
-    """Drop kafka-python's cached coordinator of `group_id` (it never drops one itself), so the
-    next FindCoordinator names where the group lives now."""
-    from kafka.protocol.metadata import CoordinatorType
-
-    kp._manager.cluster._coordinators.pop((CoordinatorType.GROUP, group_id), None)
 
 
 def _bounded(kp: Any, coro: Any, timeout: float) -> Any:
